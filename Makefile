@@ -1,0 +1,155 @@
+# Makefile - builds libftengine (static and shared), the ftengine tool, the
+# tests and the benchmarks. CUDA is optional: nvcc is looked for on PATH, then
+# in $CUDA_HOME, then in /usr/local/cuda; without it (or with CUDA=0) the
+# CPU-only library is built and the CUDA tests report themselves skipped.
+#
+#   make                 library + tool
+#   make test            every test, ending with "N passed, N failed, N skipped"
+#   make CUDA=0 ...      force a CPU-only build
+#   make gpu-check       on a GPU machine: build for the local GPU, run everything,
+#                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
+#   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16]
+#   make install PREFIX=/usr/local
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CUDA    ?= auto
+CUDA_ARCH ?= 90
+
+# ---------------------------------------------------------------------------
+# CUDA detection (printed, never silent)
+# ---------------------------------------------------------------------------
+ifeq ($(CUDA),0)
+  NVCC :=
+  $(info ftengine: CUDA=0 given: building the CPU-only library)
+else
+  NVCC := $(shell command -v nvcc 2>/dev/null)
+  ifeq ($(NVCC),)
+    ifneq ($(CUDA_HOME),)
+      NVCC := $(wildcard $(CUDA_HOME)/bin/nvcc)
+    endif
+  endif
+  ifeq ($(NVCC),)
+    NVCC := $(wildcard /usr/local/cuda/bin/nvcc)
+  endif
+  ifeq ($(NVCC),)
+    $(info ftengine: nvcc not found (PATH, CUDA_HOME, /usr/local/cuda): building the CPU-only library)
+  endif
+endif
+
+ifneq ($(NVCC),)
+  CUDA_ROOT := $(patsubst %/bin/nvcc,%,$(NVCC))
+  CUDA_VER  := $(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+  $(info ftengine: nvcc $(CUDA_VER) at $(NVCC); CUDA backend for sm_$(CUDA_ARCH) (CUDA_ARCH=NN to change))
+endif
+
+# ---------------------------------------------------------------------------
+# flags
+# ---------------------------------------------------------------------------
+CPPFLAGS += -Iinclude -Iengine -D_GNU_SOURCE
+CFLAGS   ?= -O2
+CFLAGS   += -std=c11 -fPIC -fopenmp -fno-strict-aliasing -Wall -Wextra -Wno-unused-parameter -MMD -MP
+LDLIBS   += -lm -lpthread
+LDFLAGS  += -fopenmp
+
+ifeq ($(SANITIZE),1)
+  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -g
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+CPU_SRCS  := $(filter-out engine/cuda_%.c graph/cuda_%.c,$(wildcard engine/*.c graph/*.c models/*.c kernels/cpu/*.c))
+CUDA_CSRC := $(wildcard engine/cuda_*.c graph/cuda_*.c)
+CU_SRCS   := $(wildcard kernels/cuda/*.cu)
+
+OBJS := $(CPU_SRCS:%.c=$(BUILD)/obj/%.o)
+ifneq ($(NVCC),)
+  CPPFLAGS += -DFT_WITH_CUDA -DFT_WITH_CUPTI -DFT_WITH_NVTX -I$(CUDA_ROOT)/include
+  OBJS     += $(CUDA_CSRC:%.c=$(BUILD)/obj/%.o) $(CU_SRCS:%.cu=$(BUILD)/obj/%.o)
+  CUDA_LIBDIR := $(CUDA_ROOT)/lib64
+  LDLIBS   += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcupti -lcudart -lstdc++
+  NVCCFLAGS ?= -O3
+  NVCCFLAGS += -std=c++17 -lineinfo -Iinclude -Iengine -DFT_WITH_CUDA \
+               -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
+               -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) \
+               -Xcompiler -fPIC,-Wall,-fno-strict-aliasing -MMD -MP
+endif
+
+LIB_A  := $(BUILD)/libftengine.a
+LIB_SO := $(BUILD)/libftengine.so
+TOOL   := $(BUILD)/ftengine
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all test check gpu-check bench kernel-bench install clean lint
+all: $(LIB_A) $(LIB_SO) $(TOOL)
+	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB_A): $(OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(OBJS)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TOOL): tools/ftengine.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/ft_test.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+# examples link the way a user's program would: only the public header
+$(BUILD)/examples/%: examples/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+test check: all $(TEST_BINS) $(EXAMPLE_BINS)
+	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS)
+
+gpu-check:
+	@sh tests/gpu_check.sh
+
+MODE   ?= eager
+MODEL  ?= bert-base
+DEVICE ?= $(if $(NVCC),cuda,cpu)
+BATCH  ?= 1
+SEQ    ?= 128
+DTYPE  ?= fp32
+bench: all
+	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) --seq $(SEQ) --dtype $(DTYPE)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/ftengine.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' \
+	    -e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|g' ftengine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftengine.pc
+	@echo "ftengine: installed into $(DESTDIR)$(PREFIX)"
+
+lint:
+	@sh tests/lint.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(OBJS:.o=.d)

@@ -1,0 +1,207 @@
+/*
+ * ctx.c - contexts, errors and build information.
+ *
+ * Errors are sticky: the first error recorded in a context stays until
+ * ft_ctx_clear_error(), and ops called meanwhile return NULL without running,
+ * so model code reads as straight-line code checked once at the end.
+ */
+#include "ft_internal.h"
+#include "cuda_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+const char *ft_status_str(ft_status s) {
+    static const char *const names[] = {
+        "FT_OK", "FT_ERR_INVALID_ARG", "FT_ERR_SHAPE", "FT_ERR_OOM", "FT_ERR_IO",
+        "FT_ERR_FORMAT", "FT_ERR_UNSUPPORTED", "FT_ERR_CUDA", "FT_ERR_CUBLAS",
+        "FT_ERR_NOT_FOUND", "FT_ERR_PLAN_MISMATCH", "FT_ERR_CAPTURE", "FT_ERR_INTERNAL"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FT_ERR_UNKNOWN";
+}
+
+const char *ft_device_name(ft_device d) { return d == FT_DEVICE_CUDA ? "cuda" : "cpu"; }
+
+const char *ft_mode_name(ft_mode m) {
+    switch (m) {
+    case FT_MODE_EAGER: return "eager";
+    case FT_MODE_GRAPH: return "graph";
+    case FT_MODE_STATIC: return "static";
+    }
+    return "?";
+}
+
+ft_status ft_mode_parse(const char *s, ft_mode *out) {
+    if (!s) return FT_ERR_INVALID_ARG;
+    if (!strcmp(s, "eager")) *out = FT_MODE_EAGER;
+    else if (!strcmp(s, "graph")) *out = FT_MODE_GRAPH;
+    else if (!strcmp(s, "static")) *out = FT_MODE_STATIC;
+    else return FT_ERR_INVALID_ARG;
+    return FT_OK;
+}
+
+ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap) {
+    if (!ctx || st == FT_OK) return st;
+    if (ctx->status == FT_OK) {
+        vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+        ctx->status = st;
+    }
+    return st;
+}
+
+ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ft_set_errorv(ctx, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
+    if (!ctx || ctx->status == FT_OK) return;
+    char buf[2 * sizeof ctx->errmsg];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n > sizeof buf - 3) n = (int)sizeof buf - 3;
+    buf[n++] = ':';
+    buf[n++] = ' ';
+    size_t rest = sizeof buf - (size_t)n - 1, len = strlen(ctx->errmsg);
+    memcpy(buf + n, ctx->errmsg, len < rest ? len : rest);
+    buf[n + (len < rest ? len : rest)] = 0;
+    memcpy(ctx->errmsg, buf, sizeof ctx->errmsg - 1);
+    ctx->errmsg[sizeof ctx->errmsg - 1] = 0;
+}
+
+ft_ctx_options ft_ctx_options_default(void) {
+    ft_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.device = FT_DEVICE_CPU;
+    return o;
+}
+
+static int env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
+    if (!out) return FT_ERR_INVALID_ARG;
+    *out = NULL;
+    ft_ctx_options o = opt ? *opt : ft_ctx_options_default();
+    if (o.device != FT_DEVICE_CPU && o.device != FT_DEVICE_CUDA) return FT_ERR_INVALID_ARG;
+    ft_ctx *ctx = (ft_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx) return FT_ERR_OOM;
+    ctx->device = o.device;
+    ctx->device_index = o.device_index;
+    ctx->cpu_threads = o.cpu_threads;
+    ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
+    const char *cost = getenv("FT_OP_HOST_COST_US");
+    if (cost) ctx->extra_op_cost_us = atof(cost);
+#ifdef _OPENMP
+    if (o.cpu_threads > 0) omp_set_num_threads(o.cpu_threads);
+#endif
+    if (o.device == FT_DEVICE_CPU) {
+        ft_allocator_init_cpu(&ctx->alloc);
+    } else {
+#ifdef FT_WITH_CUDA
+        ft_status st = ft_cuda_ctx_init(ctx);
+        if (st != FT_OK) {
+            if (o.errbuf && o.errbuf_size) snprintf(o.errbuf, o.errbuf_size, "%s", ctx->errmsg);
+            ft_cuda_ctx_destroy(ctx);
+            free(ctx);
+            return st;
+        }
+#else
+        if (o.errbuf && o.errbuf_size)
+            snprintf(o.errbuf, o.errbuf_size, "this build of ftengine has no CUDA backend");
+        free(ctx);
+        return FT_ERR_UNSUPPORTED;
+#endif
+    }
+    *out = ctx;
+    return FT_OK;
+}
+
+ft_status ft_ctx_create(ft_device device, ft_ctx **out) {
+    ft_ctx_options o = ft_ctx_options_default();
+    o.device = device;
+    return ft_ctx_create_ex(&o, out);
+}
+
+void ft_ctx_free(ft_ctx *ctx) {
+    if (!ctx) return;
+    ft_arena_release_to(ctx, 0);
+    for (ft_arena_chunk *c = ctx->arena.head; c;) {
+        ft_arena_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) ft_cuda_sync(ctx);
+#endif
+    ft_allocator_destroy(&ctx->alloc);
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) ft_cuda_ctx_destroy(ctx);
+#endif
+    free(ctx);
+}
+
+ft_device ft_ctx_device(const ft_ctx *ctx) { return ctx ? ctx->device : FT_DEVICE_CPU; }
+ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_ERR_INVALID_ARG; }
+const char *ft_ctx_errmsg(const ft_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
+
+void ft_ctx_clear_error(ft_ctx *ctx) {
+    if (!ctx) return;
+    ctx->status = FT_OK;
+    ctx->errmsg[0] = 0;
+}
+
+ft_status ft_ctx_sync(ft_ctx *ctx) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) return ft_cuda_sync(ctx);
+#endif
+    return FT_OK;
+}
+
+void ft_ctx_reset(ft_ctx *ctx) {
+    if (ctx) ft_arena_release_to(ctx, 0);
+}
+
+ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx) {
+    ft_mem_stats s;
+    memset(&s, 0, sizeof s);
+    return ctx ? ctx->alloc.stats : s;
+}
+
+ft_build_info ft_build_info_get(void) {
+    ft_build_info b;
+    memset(&b, 0, sizeof b);
+    b.version = FT_VERSION_STRING;
+#ifdef FT_WITH_CUDA
+    b.cuda = 1;
+    b.cuda_version = ft_cuda_build_version();
+    b.cublaslt = 1;
+#endif
+#ifdef FT_WITH_CUPTI
+    b.cupti = 1;
+#endif
+#ifdef FT_WITH_NVTX
+    b.nvtx = 1;
+#endif
+    return b;
+}
+
+int ft_cuda_device_count(void) {
+#ifdef FT_WITH_CUDA
+    return ft_cuda_devices();
+#else
+    return 0;
+#endif
+}

@@ -1,0 +1,38 @@
+/*
+ * cuda_backend.h - what the engine core needs from the CUDA backend
+ * (engine/cuda_backend.c, compiled only with FT_WITH_CUDA). The backend owns
+ * the context's stream (non-blocking, never the legacy default stream), the
+ * device caching allocator's cudaMalloc/cudaFree, pinned staging buffers,
+ * the cuBLAS/cuBLASLt handles and their workspace.
+ */
+#ifndef FT_CUDA_BACKEND_H
+#define FT_CUDA_BACKEND_H
+
+#include "ft_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sets up ctx->cuda and ctx->alloc for device ctx->device_index. */
+ft_status ft_cuda_ctx_init(ft_ctx *ctx);
+/* Waits for the stream, frees every CUDA resource of the context. */
+void ft_cuda_ctx_destroy(ft_ctx *ctx);
+/* Host -> device copy of `bytes` (through pinned staging, on the context stream). */
+ft_status ft_cuda_h2d(ft_ctx *ctx, void *dst, const void *src, size_t bytes);
+/* Device -> host copy; waits for the stream. */
+ft_status ft_cuda_d2h(ft_ctx *ctx, void *dst, const void *src, size_t bytes);
+ft_status ft_cuda_sync(ft_ctx *ctx);
+/* After a kernel launch: turns cudaGetLastError into an ft_status naming `what`;
+ * with ctx->sync_debug also synchronizes so a fault is pinned to its op. */
+ft_status ft_cuda_after_launch(ft_ctx *ctx, const char *what);
+/* Runtime facts for ftengine version / ft_cuda_device_count. */
+int ft_cuda_devices(void);
+int ft_cuda_build_version(void);  /* CUDART_VERSION */
+int ft_cupti_linked_version(void); /* cuptiGetVersion, 0 if unavailable */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_CUDA_BACKEND_H */

@@ -1,0 +1,155 @@
+/*
+ * ops.h - the op vocabulary: the op enum, each op's parameter struct, and the
+ * row type of the op table (engine/op_table.c). One op = one enum value, one
+ * table row, a CPU reference (kernels/cpu), a CUDA kernel (kernels/cuda) and a
+ * test comparing the two. Append new ops before FT_OP_COUNT.
+ *
+ * Numerical contract shared by all backends: float storage f32/f16/bf16, f32
+ * accumulation, masks f32; a NULL optional source means "absent".
+ */
+#ifndef FT_OPS_H
+#define FT_OPS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ft_tensor;
+struct ft_ctx;
+
+typedef enum ft_op {
+    FT_OP_NONE = 0,      /* a leaf: input, weight or constant */
+
+    /* data movement */
+    FT_OP_VIEW,          /* reshape/permute/slice/expand: a view, no kernel */
+    FT_OP_COPY,          /* src0 copied contiguous into dst's dtype (contiguous, cast) */
+    FT_OP_CONCAT,        /* src0 ++ src1 along dim */
+    FT_OP_PAD,           /* constant padding of one dim */
+    FT_OP_EMBEDDING,     /* src0 table [V,D], src1 ids [...] -> [..., D] */
+    FT_OP_GATHER_LAST,   /* src0 [..., I, T], src1 idx [I, J] -> [..., I, J] */
+
+    /* elementwise (NumPy broadcasting for binary ops) */
+    FT_OP_ADD,
+    FT_OP_SUB,
+    FT_OP_MUL,
+    FT_OP_DIV,
+    FT_OP_SCALE,         /* x * alpha + beta */
+    FT_OP_GELU,          /* exact erf GELU */
+    FT_OP_GELU_TANH,     /* tanh approximation ("gelu_new") */
+    FT_OP_TANH,
+    FT_OP_RELU,
+    FT_OP_SIGMOID,
+
+    /* reductions and normalisations */
+    FT_OP_SUM_LAST,      /* sum over the last dim, kept as size 1 */
+    FT_OP_SOFTMAX,       /* softmax(x * scale + mask) over the last dim; src1 mask optional */
+    FT_OP_LAYERNORM,     /* src: x, gamma?, beta?, residual?  LN(x + residual) over last dim */
+    FT_OP_GROUPNORM,     /* src: x [B,C,...], gamma?, beta? */
+    FT_OP_BATCHNORM,     /* src: x [B,C,...], mean, var, gamma, beta */
+    FT_OP_POOL_DIM,      /* 1-d pooling along one dim, ceil mode */
+
+    /* linear algebra */
+    FT_OP_LINEAR,        /* src: x [...,K], w [N,K], bias?, residual?  act(x W^T + b + r) */
+    FT_OP_MATMUL,        /* batched a [...,M,K] b [...,K,N] * alpha */
+    FT_OP_ATTENTION,     /* src: q, k, v [B,H,S,D], mask?  softmax(q k^T s + m) v */
+
+    /* convolutions, pooling, weight transforms */
+    FT_OP_CONV1D,        /* src: x, w, bias?, residual?  act(conv + b + r) */
+    FT_OP_CONV2D,        /* src: x, w, bias?, residual?  act(conv + b + r) */
+    FT_OP_MAXPOOL2D,
+    FT_OP_GLOBAL_AVGPOOL,
+    FT_OP_WEIGHT_NORM,   /* src: g, v */
+
+    /* graph-mode fused ops (made by passes, never by model code) */
+    FT_OP_FUSED_ELTWISE, /* a chain of elementwise ops in one kernel (graph/) */
+
+    FT_OP_COUNT
+} ft_op;
+
+/* Activations usable as GEMM/conv epilogues and in fused chains. */
+typedef enum ft_act {
+    FT_ACT_NONE = 0,
+    FT_ACT_GELU = 1,
+    FT_ACT_GELU_TANH = 2,
+    FT_ACT_RELU = 3,
+    FT_ACT_TANH = 4,
+    FT_ACT_SIGMOID = 5
+} ft_act;
+
+/* ---- parameter structs (at most FT_MAX_OP_PARAMS bytes each) ---- */
+
+typedef struct ft_params_copy { int32_t dtype; } ft_params_copy; /* target ft_dtype */
+typedef struct ft_params_concat { int32_t dim; } ft_params_concat;
+typedef struct ft_params_pad {
+    int32_t dim;
+    int32_t pad_;
+    int64_t before, after;
+    float value;
+} ft_params_pad;
+typedef struct ft_params_scale { float alpha, beta; } ft_params_scale;
+typedef struct ft_params_softmax { float scale; } ft_params_softmax;
+typedef struct ft_params_norm { float eps; int32_t groups; } ft_params_norm; /* layer/group/batch norm */
+typedef struct ft_params_pool_dim {
+    int32_t dim;
+    int32_t kind;   /* 0 mean, 1 max, 2 min */
+    int32_t kernel;
+    int32_t stride;
+} ft_params_pool_dim;
+typedef struct ft_params_linear { int32_t act; } ft_params_linear;     /* ft_act */
+typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
+typedef struct ft_params_attention { float scale; } ft_params_attention;
+typedef struct ft_params_conv {
+    int32_t stride, padding, groups;
+    int32_t act; /* ft_act epilogue (graph fusions) */
+} ft_params_conv;
+typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
+typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;
+
+/* Fused elementwise chain: up to 8 steps applied to src0, each an ft_op among
+ * ADD/SUB/MUL/DIV (with the step's operand src[k]), SCALE, or a unary activation. */
+#define FT_FUSED_MAX_STEPS 6
+typedef struct ft_params_fused_eltwise {
+    int8_t n_steps;
+    int8_t op[FT_FUSED_MAX_STEPS];     /* ft_op of each step */
+    int8_t operand[FT_FUSED_MAX_STEPS]; /* src index for binary steps, -1 otherwise */
+    int8_t swap[FT_FUSED_MAX_STEPS];    /* binary step computes operand (op) acc */
+    float alpha[FT_FUSED_MAX_STEPS];    /* SCALE steps */
+    float beta[FT_FUSED_MAX_STEPS];
+} ft_params_fused_eltwise;
+
+/* ---- the op table ---- */
+
+typedef int (*ft_kernel_fn)(struct ft_ctx *ctx, struct ft_tensor *dst); /* returns ft_status */
+typedef int (*ft_check_fn)(struct ft_ctx *ctx, const struct ft_tensor *dst);
+typedef int (*ft_infer_fn)(struct ft_ctx *ctx, struct ft_tensor *dst);
+typedef int64_t (*ft_macs_fn)(const struct ft_tensor *dst);
+
+enum {
+    FT_OPF_VIEW = 1u << 0,        /* no kernel: output aliases src0 */
+    FT_OPF_ELEMENTWISE = 1u << 1, /* output[i] depends only on inputs at i (broadcast) */
+    FT_OPF_CAPTURABLE = 1u << 2,  /* safe inside CUDA graph capture */
+    FT_OPF_GEMM = 1u << 3         /* matrix product (MAC counting, epilogue fusion) */
+};
+
+typedef struct ft_op_def {
+    const char *name;
+    int min_src, max_src;
+    uint32_t flags;
+    ft_check_fn check;  /* dtypes, arity, parameters */
+    ft_infer_fn infer;  /* output dtype, shape (strides for views), shape errors */
+    ft_kernel_fn cpu;   /* kernels/cpu reference */
+    ft_kernel_fn cuda;  /* kernels/cuda, NULL when not built or not supported */
+    ft_macs_fn macs;    /* multiply-accumulates, NULL = 0 */
+} ft_op_def;
+
+extern const ft_op_def ft_op_table[FT_OP_COUNT];
+
+const char *ft_op_name(ft_op op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_OPS_H */

@@ -1,0 +1,37 @@
+#!/bin/sh
+# run_tests.sh - runs every test binary given on the command line, adds up the
+# "RESULT: P passed, F failed, S skipped" line each prints, and ends with one
+# line "N passed, N failed, N skipped". A binary that crashes or prints no
+# RESULT line counts as one failed test. Exits non-zero if anything failed.
+pass=0; fail=0; skip=0
+log=$(mktemp)
+for bin in "$@"; do
+    name=$(basename "$bin")
+    echo "== $name"
+    "$bin" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    line=$(grep '^RESULT: ' "$log" | tail -n 1)
+    case "$bin" in
+    */examples/*)
+        # examples are programs, not test suites: they pass by exiting 0
+        if [ $rc -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL example $name exited $rc"; fi
+        continue ;;
+    esac
+    if [ -z "$line" ]; then
+        echo "FAIL $name exited $rc without a RESULT line"
+        fail=$((fail + 1))
+        continue
+    fi
+    p=$(echo "$line" | sed -n 's/^RESULT: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1/p')
+    f=$(echo "$line" | sed -n 's/^RESULT: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\2/p')
+    s=$(echo "$line" | sed -n 's/^RESULT: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\3/p')
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+    if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $name exited $rc"
+        fail=$((fail + 1))
+    fi
+done
+rm -f "$log"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
