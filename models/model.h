@@ -1,0 +1,145 @@
+/*
+ * model.h - what an architecture file (models/<arch>.c) implements and what
+ * the model framework (models/model.c) gives it.
+ *
+ * An architecture is a row of callbacks (ft_arch). Its load() reads the config
+ * through ft_config getters (absent keys take the HF default for that model
+ * type) and fetches each parameter with ft_weight(), which finds the tensor in
+ * model.safetensors under its HF name (with or without the base-model prefix,
+ * with legacy LayerNorm.gamma/beta spellings), checks its shape, converts it
+ * to the model dtype and uploads it - or random-initialises it for a preset.
+ * Its forward() is written once against the op API (ftengine.h) and runs in
+ * every mode: it must not read tensor data on the host, branch on values, or
+ * call kernels directly. Host-side input checks belong in validate().
+ */
+#ifndef FT_MODEL_H
+#define FT_MODEL_H
+
+#include "../engine/config.h"
+#include "../engine/ft_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_MODEL_MAX_INPUTS 8
+#define FT_MODEL_MAX_OUTPUTS 96
+
+typedef struct ft_arch {
+    const char *model_type;   /* config.json "model_type": "bert", "distilbert", ... */
+    const char *const *prefixes; /* base-model prefixes accepted in checkpoints, NULL-terminated */
+    const char *const *inputs;   /* accepted input names, NULL-terminated */
+    /* Reads the config, sets m->arch_name, fetches weights, fills m->priv. */
+    ft_status (*load)(ft_model *m, ft_config *cfg);
+    /* Host-side checks of the inputs (ranks, shapes, id ranges) before anything runs. */
+    ft_status (*validate)(ft_model *m);
+    /* The forward pass on ft_model_input() tensors; adds outputs with ft_model_add_output. */
+    ft_status (*forward)(ft_model *m, ft_ctx *ctx);
+    /* Frees m->priv (weights are freed by the framework). */
+    void (*destroy)(ft_model *m);
+    /* Builds the host inputs of a typical forward for ft_model_macs and the bench
+     * (ids of zeros, images, audio); `length` is sequence length / image side / samples. */
+    ft_status (*example_inputs)(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
+                                int *n_in, void **owned);
+} ft_arch;
+
+typedef struct ft_model_io {
+    char name[48];
+    ft_tensor *t;                 /* device tensor (eager) or placeholder (trace) */
+    const ft_host_tensor *host;   /* inputs: the caller's host data */
+} ft_model_io;
+
+struct ft_model {
+    ft_ctx *ctx;
+    const ft_arch *arch;
+    char arch_name[64];           /* "BertModel" */
+    char source[512];             /* checkpoint directory or "preset:<name>" */
+    ft_model_options opt;
+    ft_dtype dtype;               /* weights and activations */
+    void *priv;                   /* the architecture's state */
+
+    /* parameters, owned */
+    ft_tensor **params;
+    int n_params, cap_params;
+    int64_t param_count;
+
+    /* loading state (valid during load only) */
+    struct ft_st_file *st;        /* model.safetensors, or NULL for random init */
+    uint64_t rng;                 /* random init state */
+    float init_std;               /* std of random weights (config initializer_range) */
+
+    /* the current forward */
+    ft_model_io in[FT_MODEL_MAX_INPUTS];
+    int n_in;
+    ft_model_io out[FT_MODEL_MAX_OUTPUTS]; /* persistent (kept) tensors */
+    int n_out;
+
+    void *graph;                  /* graph/static mode state (graph/executor.c) */
+};
+
+/* ---- weights (during load) ---- */
+
+/* The parameter of that HF name and shape, in the model dtype; NULL + error if missing
+ * or mis-shaped. The name is a printf format. */
+ft_tensor *ft_weight(ft_model *m, int ndim, const int64_t *shape, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Same, kept in f32 whatever the model dtype (statistics, masks, positional tables). */
+ft_tensor *ft_weight_f32(ft_model *m, int ndim, const int64_t *shape, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Whether the checkpoint holds a tensor of that name (prefix and renames applied).
+ * Always false for random init. */
+bool ft_weight_exists(ft_model *m, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* shape literals: FT_SHAPE(768, 3072) */
+#define FT_SHAPE(...) (const int64_t[]){__VA_ARGS__}
+#define FT_NDIM(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+/* ft_weight with an inline shape: FT_W(m, "encoder.layer.%d.attention.self.query.weight", D, D) */
+#define FT_W_SHAPE(...) FT_NDIM(__VA_ARGS__), FT_SHAPE(__VA_ARGS__)
+
+/* ---- inside forward ---- */
+
+/* The input of that name (device tensor, or placeholder while tracing); NULL if absent. */
+ft_tensor *ft_model_input(ft_model *m, const char *name);
+/* The caller's host copy of an input (for validate); NULL if absent. */
+const ft_host_tensor *ft_model_host_input(const ft_model *m, const char *name);
+/* Registers an output under its HF name. */
+ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t);
+static inline int ft_model_want_hidden_states(const ft_model *m) {
+    return m->opt.output_hidden_states;
+}
+
+/* Host-side helpers for validate(): integer inputs read as int64. */
+int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i);
+int64_t ft_host_numel(const ft_host_tensor *t);
+/* Checks that every element of an integer input lies in [lo, hi); error names the input. */
+ft_status ft_check_ids(ft_model *m, const char *input, int64_t lo, int64_t hi);
+
+/* Architectures (one file each under models/) */
+extern const ft_arch ft_arch_bert;
+extern const ft_arch ft_arch_distilbert;
+extern const ft_arch ft_arch_funnel;
+extern const ft_arch ft_arch_mobilebert;
+extern const ft_arch ft_arch_resnet;
+extern const ft_arch ft_arch_wavlm;
+
+/* The architecture for a config's model_type, or NULL. (models/registry.c) */
+const ft_arch *ft_arch_find(const char *model_type);
+
+/* Presets: name -> config JSON (models/presets.c). */
+const char *ft_preset_config(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_MODEL_H */
