@@ -25,6 +25,13 @@ extern "C" {
 #define FT_MODEL_MAX_INPUTS 8
 #define FT_MODEL_MAX_OUTPUTS 96
 
+/* A random-initialised model at real sizes for latency studies: a name and the
+ * config.json it stands for (absent keys take the model type's defaults). */
+typedef struct ft_preset {
+    const char *name;        /* "bert-base" */
+    const char *config_json; /* "{\"model_type\": \"bert\"}" */
+} ft_preset;
+
 typedef struct ft_arch {
     const char *model_type;   /* config.json "model_type": "bert", "distilbert", ... */
     const char *const *prefixes; /* base-model prefixes accepted in checkpoints, NULL-terminated */
@@ -41,6 +48,7 @@ typedef struct ft_arch {
      * (ids of zeros, images, audio); `length` is sequence length / image side / samples. */
     ft_status (*example_inputs)(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                 int *n_in, void **owned);
+    const ft_preset *presets; /* NULL-name-terminated, or NULL */
 } ft_arch;
 
 typedef struct ft_model_io {
@@ -135,8 +143,10 @@ extern const ft_arch ft_arch_wavlm;
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);
 
-/* Presets: name -> config JSON (models/presets.c). */
-const char *ft_preset_config(const char *name);
+/* Every architecture, NULL-terminated (models/registry.c: one line per arch). */
+extern const ft_arch *const ft_archs[];
+/* The preset of that name across all architectures, or NULL. */
+const ft_preset *ft_preset_find(const char *name, const ft_arch **arch);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,63 @@
+/*
+ * cuda_common.cuh - what every kernels/cuda/*.cu file shares: the context's
+ * stream, checked CUDA calls that turn into ft_status, dtype load/store
+ * helpers (f32 / f16 / bf16 storage, f32 math) and launch geometry.
+ */
+#ifndef FT_CUDA_COMMON_CUH
+#define FT_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "cuda_kernels.h"
+
+extern "C" {
+/* The context's non-blocking stream (engine/cuda_backend.c). */
+cudaStream_t ft_cuda_stream(ft_ctx *ctx);
+/* Scratch device memory valid until the op returns (from the caching allocator;
+ * never cudaMalloc inside a captured region). NULL + error on failure. */
+void *ft_cuda_scratch(ft_ctx *ctx, size_t bytes, ft_block **block);
+}
+
+/* Checks a CUDA runtime call; on failure records "<expr>: <cuda error>" and returns it. */
+#define FT_CUDA_TRY(ctx, expr)                                                            \
+    do {                                                                                  \
+        cudaError_t e_ = (expr);                                                          \
+        if (e_ != cudaSuccess)                                                            \
+            return ft_set_error((ctx), FT_ERR_CUDA, "%s failed: %s (%s:%d)", #expr,       \
+                                cudaGetErrorString(e_), __FILE__, __LINE__);              \
+    } while (0)
+
+/* After a launch: the launch itself can fail (bad configuration, no kernel image). */
+#define FT_CUDA_LAUNCH_CHECK(ctx, what)                                                   \
+    do {                                                                                  \
+        cudaError_t e_ = cudaGetLastError();                                              \
+        if (e_ != cudaSuccess)                                                            \
+            return ft_set_error((ctx), FT_ERR_CUDA, "launch of %s failed: %s", (what),    \
+                                cudaGetErrorString(e_));                                  \
+    } while (0)
+
+/* ---- storage <-> f32 ---- */
+__device__ __forceinline__ float ft_ld(const float *p) { return *p; }
+__device__ __forceinline__ float ft_ld(const __half *p) { return __half2float(*p); }
+__device__ __forceinline__ float ft_ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void ft_st(float *p, float v) { *p = v; }
+__device__ __forceinline__ void ft_st(__half *p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void ft_st(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+/* Calls F.run<T>() (a member template returning int) with T the storage type of
+ * dtype; returns its status. */
+#define FT_DISPATCH_FLOAT(ctx, dtype, F)                                                  \
+    ((dtype) == FT_DTYPE_F32    ? (F).template run<float>()                               \
+     : (dtype) == FT_DTYPE_F16  ? (F).template run<__half>()                              \
+     : (dtype) == FT_DTYPE_BF16 ? (F).template run<__nv_bfloat16>()                       \
+                                : ft_set_error((ctx), FT_ERR_UNSUPPORTED, "dtype %s not supported", \
+                                               ft_dtype_name(dtype)))
+
+static inline unsigned ft_cuda_blocks(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));
+}
+
+#endif /* FT_CUDA_COMMON_CUH */

@@ -1,0 +1,355 @@
+/*
+ * bert.c - BertModel and DistilBertModel, as Hugging Face defines them
+ * (../shared/specs/models.md sections 1-2).
+ *
+ * Both are the same post-LN encoder: embeddings (+ LayerNorm), then per layer
+ * self-attention -> dense -> add & LayerNorm -> FFN -> add & LayerNorm. They
+ * differ in parameter names, config field names, token-type embeddings (BERT
+ * only), the pooler (BERT only) and DistilBERT's fixed LayerNorm eps 1e-12.
+ * DistilBERT scales q by 1/sqrt(d) before q k^T and BERT scales the scores;
+ * for d a power of four the two are the same floating-point numbers.
+ *
+ * Eager mode runs attention unfused (matmul, softmax with the additive mask,
+ * matmul), as HF's eager attention does; graph mode's passes fuse it.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* torch.finfo(torch.float32).min, the additive mask value HF uses */
+#define F32_MIN_VALUE (-3.4028234663852886e38f)
+
+typedef struct bert_layer {
+    ft_tensor *wq, *bq, *wk, *bk, *wv, *bv; /* [D, D], [D] */
+    ft_tensor *wo, *bo;                      /* attention output dense [D, D] */
+    ft_tensor *ln1_w, *ln1_b;                /* [D] */
+    ft_tensor *wi, *bi;                      /* intermediate [I, D], [I] */
+    ft_tensor *wo2, *bo2;                    /* output [D, I], [D] */
+    ft_tensor *ln2_w, *ln2_b;
+} bert_layer;
+
+typedef struct bert {
+    bool distil;
+    int64_t vocab, d, layers, heads, inter, max_pos, type_vocab;
+    float eps;
+    ft_op act;                  /* FT_OP_GELU, FT_OP_GELU_TANH, FT_OP_RELU */
+    ft_tensor *word, *pos, *type; /* [V, D], [P, D], [T, D] (type: BERT only) */
+    ft_tensor *emb_ln_w, *emb_ln_b;
+    bert_layer *layer;
+    ft_tensor *pool_w, *pool_b; /* BERT pooler [D, D], [D]; NULL if absent */
+} bert;
+
+static ft_status parse_act(ft_config *cfg, const char *key, ft_op *out) {
+    const char *a = NULL;
+    ft_status st = ft_config_string(cfg, key, "gelu", &a);
+    if (st) return st;
+    if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
+    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
+    else if (!strcmp(a, "relu")) *out = FT_OP_RELU;
+    else return ft_config_error(cfg, "%s '%s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)", key, a);
+    return FT_OK;
+}
+
+static ft_status read_config(bert *b, ft_config *c) {
+    ft_status st;
+    double eps = 1e-12;
+    if (b->distil) {
+        if ((st = ft_config_int(c, "vocab_size", 30522, &b->vocab)) ||
+            (st = ft_config_int(c, "dim|hidden_size", 768, &b->d)) ||
+            (st = ft_config_int(c, "n_layers|num_hidden_layers", 6, &b->layers)) ||
+            (st = ft_config_int(c, "n_heads|num_attention_heads", 12, &b->heads)) ||
+            (st = ft_config_int(c, "hidden_dim|intermediate_size", 3072, &b->inter)) ||
+            (st = ft_config_int(c, "max_position_embeddings", 512, &b->max_pos)) ||
+            (st = parse_act(c, "activation", &b->act)))
+            return st;
+        b->type_vocab = 0;
+    } else {
+        const char *pet = NULL;
+        if ((st = ft_config_int(c, "vocab_size", 30522, &b->vocab)) ||
+            (st = ft_config_int(c, "hidden_size", 768, &b->d)) ||
+            (st = ft_config_int(c, "num_hidden_layers", 12, &b->layers)) ||
+            (st = ft_config_int(c, "num_attention_heads", 12, &b->heads)) ||
+            (st = ft_config_int(c, "intermediate_size", 3072, &b->inter)) ||
+            (st = ft_config_int(c, "max_position_embeddings", 512, &b->max_pos)) ||
+            (st = ft_config_int(c, "type_vocab_size", 2, &b->type_vocab)) ||
+            (st = ft_config_float(c, "layer_norm_eps", 1e-12, &eps)) ||
+            (st = ft_config_string(c, "position_embedding_type", "absolute", &pet)) ||
+            (st = parse_act(c, "hidden_act", &b->act)))
+            return st;
+        if (strcmp(pet, "absolute"))
+            return ft_config_error(c, "position_embedding_type '%s' is not supported (absolute only)", pet);
+        bool dec = false, cross = false;
+        if ((st = ft_config_bool(c, "is_decoder", false, &dec)) ||
+            (st = ft_config_bool(c, "add_cross_attention", false, &cross)))
+            return st;
+        if (dec || cross) return ft_config_error(c, "decoder BERT configurations are not supported");
+    }
+    b->eps = (float)eps;
+    if (b->vocab < 1 || b->d < 1 || b->layers < 0 || b->heads < 1 || b->inter < 1 || b->max_pos < 1 ||
+        b->type_vocab < 0)
+        return ft_config_error(c, "sizes must be positive (vocab %lld, hidden %lld, layers %lld, heads %lld)",
+                               (long long)b->vocab, (long long)b->d, (long long)b->layers,
+                               (long long)b->heads);
+    if (b->d % b->heads)
+        return ft_config_error(c, "hidden size %lld is not a multiple of the %lld attention heads",
+                               (long long)b->d, (long long)b->heads);
+    if (!(eps > 0)) return ft_config_error(c, "layer_norm_eps must be positive");
+    return FT_OK;
+}
+
+static ft_status load_weights(ft_model *m, bert *b) {
+    int64_t D = b->d, I = b->inter;
+    b->word = ft_weight(m, FT_W_SHAPE(b->vocab, D), "embeddings.word_embeddings.weight");
+    b->pos = ft_weight(m, FT_W_SHAPE(b->max_pos, D), "embeddings.position_embeddings.weight");
+    if (!b->distil)
+        b->type = ft_weight(m, FT_W_SHAPE(b->type_vocab, D), "embeddings.token_type_embeddings.weight");
+    b->emb_ln_w = ft_weight(m, FT_W_SHAPE(D), "embeddings.LayerNorm.weight");
+    b->emb_ln_b = ft_weight(m, FT_W_SHAPE(D), "embeddings.LayerNorm.bias");
+    for (int64_t i = 0; i < b->layers; i++) {
+        bert_layer *l = &b->layer[i];
+        int li = (int)i;
+        if (b->distil) {
+            const char *p = "transformer.layer";
+            l->wq = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.q_lin.weight", p, li);
+            l->bq = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.q_lin.bias", p, li);
+            l->wk = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.k_lin.weight", p, li);
+            l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.k_lin.bias", p, li);
+            l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.v_lin.weight", p, li);
+            l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.v_lin.bias", p, li);
+            l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.out_lin.weight", p, li);
+            l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.out_lin.bias", p, li);
+            l->ln1_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.sa_layer_norm.weight", p, li);
+            l->ln1_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.sa_layer_norm.bias", p, li);
+            l->wi = ft_weight(m, FT_W_SHAPE(I, D), "%s.%d.ffn.lin1.weight", p, li);
+            l->bi = ft_weight(m, FT_W_SHAPE(I), "%s.%d.ffn.lin1.bias", p, li);
+            l->wo2 = ft_weight(m, FT_W_SHAPE(D, I), "%s.%d.ffn.lin2.weight", p, li);
+            l->bo2 = ft_weight(m, FT_W_SHAPE(D), "%s.%d.ffn.lin2.bias", p, li);
+            l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output_layer_norm.weight", p, li);
+            l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output_layer_norm.bias", p, li);
+        } else {
+            const char *p = "encoder.layer";
+            l->wq = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.query.weight", p, li);
+            l->bq = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.query.bias", p, li);
+            l->wk = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.key.weight", p, li);
+            l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.key.bias", p, li);
+            l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.value.weight", p, li);
+            l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.value.bias", p, li);
+            l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.output.dense.weight", p, li);
+            l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.dense.bias", p, li);
+            l->ln1_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.LayerNorm.weight", p, li);
+            l->ln1_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.LayerNorm.bias", p, li);
+            l->wi = ft_weight(m, FT_W_SHAPE(I, D), "%s.%d.intermediate.dense.weight", p, li);
+            l->bi = ft_weight(m, FT_W_SHAPE(I), "%s.%d.intermediate.dense.bias", p, li);
+            l->wo2 = ft_weight(m, FT_W_SHAPE(D, I), "%s.%d.output.dense.weight", p, li);
+            l->bo2 = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.dense.bias", p, li);
+            l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.weight", p, li);
+            l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.bias", p, li);
+        }
+        if (m->ctx->status != FT_OK) return m->ctx->status;
+    }
+    /* A checkpoint saved without the pooler (HF add_pooling_layer=False, or a token
+     * classification model) simply has no pooler_output. */
+    if (!b->distil && (!m->st || ft_weight_exists(m, "pooler.dense.weight"))) {
+        b->pool_w = ft_weight(m, FT_W_SHAPE(D, D), "pooler.dense.weight");
+        b->pool_b = ft_weight(m, FT_W_SHAPE(D), "pooler.dense.bias");
+    }
+    return m->ctx->status;
+}
+
+static ft_status bert_load_common(ft_model *m, ft_config *cfg, bool distil) {
+    bert *b = (bert *)calloc(1, sizeof *b);
+    if (!b) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    m->priv = b;
+    b->distil = distil;
+    snprintf(m->arch_name, sizeof m->arch_name, "%s", distil ? "DistilBertModel" : "BertModel");
+    ft_status st = read_config(b, cfg);
+    if (st) return st;
+    b->layer = (bert_layer *)calloc((size_t)(b->layers ? b->layers : 1), sizeof *b->layer);
+    if (!b->layer) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    return load_weights(m, b);
+}
+
+static ft_status bert_load(ft_model *m, ft_config *cfg) { return bert_load_common(m, cfg, false); }
+static ft_status distilbert_load(ft_model *m, ft_config *cfg) { return bert_load_common(m, cfg, true); }
+
+static void bert_destroy(ft_model *m) {
+    bert *b = (bert *)m->priv;
+    if (b) free(b->layer);
+    free(b);
+    m->priv = NULL;
+}
+
+static ft_status bert_validate(ft_model *m) {
+    bert *b = (bert *)m->priv;
+    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
+    if (!ids) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
+    if (ids->ndim != 2)
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "input 'input_ids' must be [batch, seq], got rank %d",
+                            ids->ndim);
+    if (ids->shape[1] > b->max_pos)
+        return ft_set_error(m->ctx, FT_ERR_SHAPE,
+                            "sequence length %lld exceeds max_position_embeddings %lld",
+                            (long long)ids->shape[1], (long long)b->max_pos);
+    ft_status st = ft_check_ids(m, "input_ids", 0, b->vocab);
+    if (st) return st;
+    const char *other[] = {"attention_mask", "token_type_ids"};
+    for (int i = 0; i < 2; i++) {
+        const ft_host_tensor *t = ft_model_host_input(m, other[i]);
+        if (!t) continue;
+        if (t->ndim != 2 || t->shape[0] != ids->shape[0] || t->shape[1] != ids->shape[1])
+            return ft_set_error(m->ctx, FT_ERR_SHAPE, "input '%s' must have the shape of input_ids [%lld, %lld]",
+                                other[i], (long long)ids->shape[0], (long long)ids->shape[1]);
+    }
+    return ft_check_ids(m, "token_type_ids", 0, b->type_vocab);
+}
+
+/* (1 - mask) * finfo.min as an f32 [B, 1, 1, S] additive mask, or NULL without a mask. */
+static ft_tensor *additive_mask(ft_ctx *ctx, ft_tensor *mask) {
+    if (!mask) return NULL;
+    ft_tensor *m = ft_cast(ctx, mask, FT_DTYPE_F32);
+    /* m * (-min) + min: exactly 0 where m = 1 and min where m = 0 */
+    ft_tensor *add = ft_scale(ctx, m, -F32_MIN_VALUE, F32_MIN_VALUE);
+    if (!add) return NULL;
+    return ft_reshape(ctx, add, 4, FT_SHAPE(add->ne[0], 1, 1, add->ne[1]));
+}
+
+/* [B, S, D] -> [B, H, S, Dh] view */
+static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
+    if (!x) return NULL;
+    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(x->ne[0], x->ne[1], heads, x->ne[2] / heads));
+    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
+}
+
+static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
+    switch (act) {
+    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
+    case FT_OP_RELU: return ft_relu(ctx, x);
+    default: return ft_gelu(ctx, x);
+    }
+}
+
+static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l, ft_tensor *h,
+                                ft_tensor *mask) {
+    int64_t dh = b->d / b->heads;
+    ft_tensor *q = split_heads(ctx, ft_linear(ctx, h, l->wq, l->bq), b->heads);
+    ft_tensor *k = split_heads(ctx, ft_linear(ctx, h, l->wk, l->bk), b->heads);
+    ft_tensor *v = split_heads(ctx, ft_linear(ctx, h, l->wv, l->bv), b->heads);
+    ft_tensor *scores = ft_matmul(ctx, q, ft_transpose(ctx, k, -1, -2), 1.0f); /* [B, H, S, S] */
+    ft_tensor *probs = ft_softmax(ctx, scores, mask, 1.0f / sqrtf((float)dh));
+    ft_tensor_release(ctx, scores);
+    ft_tensor *c = ft_matmul(ctx, probs, v, 1.0f); /* [B, H, S, Dh] */
+    ft_tensor_release(ctx, probs);
+    c = ft_permute(ctx, c, (const int[]){0, 2, 1, 3});
+    c = ft_reshape(ctx, c, 3, FT_SHAPE(h->ne[0], h->ne[1], b->d)); /* [B, S, D] */
+    ft_tensor *a = ft_layernorm(ctx, ft_add(ctx, ft_linear(ctx, c, l->wo, l->bo), h), l->ln1_w,
+                                l->ln1_b, b->eps);
+    ft_tensor *f = ft_linear(ctx, a, l->wi, l->bi); /* [B, S, I] */
+    ft_tensor *fa = activation(ctx, b->act, f);
+    ft_tensor_release(ctx, f);
+    ft_tensor *o = ft_add(ctx, ft_linear(ctx, fa, l->wo2, l->bo2), a);
+    ft_tensor_release(ctx, fa);
+    return ft_layernorm(ctx, o, l->ln2_w, l->ln2_b, b->eps);
+}
+
+static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
+    const bert *b = (const bert *)m->priv;
+    ft_tensor *ids = ft_model_input(m, "input_ids");
+    ft_tensor *tt = ft_model_input(m, "token_type_ids");
+    int64_t S = ids->ne[1];
+    ft_tensor *e = ft_embedding(ctx, b->word, ids); /* [B, S, D] */
+    e = ft_add(ctx, e, ft_slice(ctx, b->pos, 0, 0, S));
+    if (!b->distil) /* absent token types are all zeros: row 0, broadcast */
+        e = ft_add(ctx, e, tt ? ft_embedding(ctx, b->type, tt) : ft_slice(ctx, b->type, 0, 0, 1));
+    ft_tensor *h = ft_layernorm(ctx, e, b->emb_ln_w, b->emb_ln_b, b->eps);
+    ft_tensor *mask = additive_mask(ctx, ft_model_input(m, "attention_mask"));
+    bool hs = ft_model_want_hidden_states(m);
+    char name[48];
+    if (hs) ft_model_add_output(m, "hidden_states.0", h);
+    for (int64_t i = 0; i < b->layers; i++) {
+        ft_tensor *next = encoder_layer(ctx, b, &b->layer[i], h, mask);
+        if (hs) {
+            snprintf(name, sizeof name, "hidden_states.%lld", (long long)i + 1);
+            ft_model_add_output(m, name, next);
+        } else {
+            ft_tensor_release(ctx, h);
+        }
+        h = next;
+    }
+    ft_model_add_output(m, "last_hidden_state", h);
+    if (b->pool_w) {
+        ft_tensor *first = ft_select(ctx, h, 1, 0); /* [B, D] */
+        ft_model_add_output(m, "pooler_output", ft_tanh(ctx, ft_linear(ctx, first, b->pool_w, b->pool_b)));
+    }
+    return ctx->status;
+}
+
+static ft_status bert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
+                                     int *n_in, void **owned) {
+    if (batch < 1 || length < 1)
+        return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch and sequence length must be positive");
+    int64_t *ids = (int64_t *)calloc((size_t)(batch * length), sizeof *ids);
+    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    *owned = ids;
+    memset(in, 0, sizeof *in);
+    in[0].name = "input_ids";
+    in[0].dtype = FT_DTYPE_I64;
+    in[0].ndim = 2;
+    in[0].shape[0] = batch;
+    in[0].shape[1] = length;
+    in[0].data = ids;
+    *n_in = 1;
+    return FT_OK;
+}
+
+static const char *const bert_prefixes[] = {"bert.", NULL};
+static const char *const bert_inputs[] = {"input_ids", "attention_mask", "token_type_ids", NULL};
+static const char *const distil_prefixes[] = {"distilbert.", NULL};
+static const char *const distil_inputs[] = {"input_ids", "attention_mask", NULL};
+
+/* Google's BERT miniatures (Turc et al.) and the two original sizes. */
+static const ft_preset bert_presets[] = {
+    {"bert-base", "{\"model_type\": \"bert\"}"},
+    {"bert-large", "{\"model_type\": \"bert\", \"hidden_size\": 1024, \"num_hidden_layers\": 24,"
+                   " \"num_attention_heads\": 16, \"intermediate_size\": 4096}"},
+    {"bert-tiny", "{\"model_type\": \"bert\", \"hidden_size\": 128, \"num_hidden_layers\": 2,"
+                  " \"num_attention_heads\": 2, \"intermediate_size\": 512}"},
+    {"bert-mini", "{\"model_type\": \"bert\", \"hidden_size\": 256, \"num_hidden_layers\": 4,"
+                  " \"num_attention_heads\": 4, \"intermediate_size\": 1024}"},
+    {"bert-small", "{\"model_type\": \"bert\", \"hidden_size\": 512, \"num_hidden_layers\": 4,"
+                   " \"num_attention_heads\": 8, \"intermediate_size\": 2048}"},
+    {"bert-medium", "{\"model_type\": \"bert\", \"hidden_size\": 512, \"num_hidden_layers\": 8,"
+                    " \"num_attention_heads\": 8, \"intermediate_size\": 2048}"},
+    {NULL, NULL},
+};
+
+static const ft_preset distil_presets[] = {
+    {"distilbert-base", "{\"model_type\": \"distilbert\"}"},
+    {NULL, NULL},
+};
+
+const ft_arch ft_arch_bert = {
+    .model_type = "bert",
+    .prefixes = bert_prefixes,
+    .inputs = bert_inputs,
+    .load = bert_load,
+    .validate = bert_validate,
+    .forward = bert_forward,
+    .destroy = bert_destroy,
+    .example_inputs = bert_example_inputs,
+    .presets = bert_presets,
+};
+
+const ft_arch ft_arch_distilbert = {
+    .model_type = "distilbert",
+    .prefixes = distil_prefixes,
+    .inputs = distil_inputs,
+    .load = distilbert_load,
+    .validate = bert_validate,
+    .forward = bert_forward,
+    .destroy = bert_destroy,
+    .example_inputs = bert_example_inputs,
+    .presets = distil_presets,
+};

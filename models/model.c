@@ -1,0 +1,387 @@
+/*
+ * model.c - the model framework: loading a checkpoint directory or a preset,
+ * validating host inputs, running a forward in the chosen mode, and holding
+ * the outputs. Architectures (models/<arch>.c) plug in through ft_arch.
+ *
+ * An eager forward is one arena scope: inputs are uploaded, the architecture's
+ * forward() runs op by op through the dispatcher, the outputs are kept (a
+ * persistent header holding a storage reference) and every other tensor of the
+ * scope goes back to the caching allocator. Graph and static modes hand the
+ * same forward() to graph/ to be traced and planned.
+ */
+#include "model.h"
+#include "../engine/safetensors.h"
+#include "../graph/graph_api.h"
+#include "../graph/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+ft_model_options ft_model_options_default(void) {
+    ft_model_options o;
+    memset(&o, 0, sizeof o);
+    o.mode = FT_MODE_EAGER;
+    o.dtype = FT_DTYPE_F32;
+    o.seed = 0x5eed;
+    return o;
+}
+
+/* ---- registry ---- */
+
+const ft_arch *ft_arch_find(const char *model_type) {
+    for (int i = 0; model_type && ft_archs[i]; i++)
+        if (!strcmp(ft_archs[i]->model_type, model_type)) return ft_archs[i];
+    return NULL;
+}
+
+const ft_preset *ft_preset_find(const char *name, const ft_arch **arch) {
+    for (int i = 0; ft_archs[i]; i++)
+        for (const ft_preset *p = ft_archs[i]->presets; p && p->name; p++)
+            if (!strcmp(p->name, name)) {
+                if (arch) *arch = ft_archs[i];
+                return p;
+            }
+    return NULL;
+}
+
+const char *ft_preset_name(int i) {
+    for (int a = 0; ft_archs[a]; a++)
+        for (const ft_preset *p = ft_archs[a]->presets; p && p->name; p++)
+            if (i-- == 0) return p->name;
+    return NULL;
+}
+
+/* ---- outputs ---- */
+
+static void release_outputs(ft_model *m) {
+    for (int i = 0; i < m->n_out; i++) {
+        if (m->out[i].t && (m->out[i].t->flags & FT_TF_PERSISTENT))
+            ft_tensor_free_persistent(m->out[i].t);
+        m->out[i].t = NULL;
+    }
+    m->n_out = 0;
+}
+
+ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t) {
+    if (m->ctx->status != FT_OK) return m->ctx->status;
+    if (!t) return ft_set_error(m->ctx, FT_ERR_INTERNAL, "output '%s' is NULL", name);
+    for (int i = 0; i < m->n_out; i++)
+        if (!strcmp(m->out[i].name, name))
+            return ft_set_error(m->ctx, FT_ERR_INTERNAL, "output '%s' registered twice", name);
+    if (m->n_out == FT_MODEL_MAX_OUTPUTS)
+        return ft_set_error(m->ctx, FT_ERR_INTERNAL, "too many outputs");
+    snprintf(m->out[m->n_out].name, sizeof m->out[0].name, "%s", name);
+    m->out[m->n_out].t = t;
+    m->out[m->n_out].host = NULL;
+    m->n_out++;
+    return FT_OK;
+}
+
+int ft_model_output_count(const ft_model *m) { return m ? m->n_out : 0; }
+const char *ft_model_output_name(const ft_model *m, int i) {
+    return m && i >= 0 && i < m->n_out ? m->out[i].name : NULL;
+}
+ft_tensor *ft_model_output(const ft_model *m, int i) {
+    return m && i >= 0 && i < m->n_out ? m->out[i].t : NULL;
+}
+ft_tensor *ft_model_output_find(const ft_model *m, const char *name) {
+    for (int i = 0; m && name && i < m->n_out; i++)
+        if (!strcmp(m->out[i].name, name)) return m->out[i].t;
+    return NULL;
+}
+
+const char *ft_model_arch(const ft_model *m) { return m ? m->arch_name : ""; }
+ft_mode ft_model_mode(const ft_model *m) { return m ? m->opt.mode : FT_MODE_EAGER; }
+int64_t ft_model_param_count(const ft_model *m) { return m ? m->param_count : 0; }
+
+/* ---- inputs ---- */
+
+ft_tensor *ft_model_input(ft_model *m, const char *name) {
+    for (int i = 0; i < m->n_in; i++)
+        if (!strcmp(m->in[i].name, name)) return m->in[i].t;
+    return NULL;
+}
+
+const ft_host_tensor *ft_model_host_input(const ft_model *m, const char *name) {
+    for (int i = 0; i < m->n_in; i++)
+        if (!strcmp(m->in[i].name, name)) return m->in[i].host;
+    return NULL;
+}
+
+int64_t ft_host_numel(const ft_host_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i) {
+    return t->dtype == FT_DTYPE_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+}
+
+ft_status ft_check_ids(ft_model *m, const char *input, int64_t lo, int64_t hi) {
+    const ft_host_tensor *t = ft_model_host_input(m, input);
+    if (!t) return FT_OK;
+    if (t->dtype != FT_DTYPE_I64 && t->dtype != FT_DTYPE_I32)
+        return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "input '%s' must be i64 or i32, got %s",
+                            input, ft_dtype_name(t->dtype));
+    int64_t n = ft_host_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = ft_host_int_at(t, i);
+        if (v < lo || v >= hi)
+            return ft_set_error(m->ctx, FT_ERR_INVALID_ARG,
+                                "input '%s' holds %lld at flat index %lld, outside [%lld, %lld)",
+                                input, (long long)v, (long long)i, (long long)lo, (long long)hi);
+    }
+    return FT_OK;
+}
+
+static ft_status check_inputs(ft_model *m, const ft_host_tensor *in, int n) {
+    ft_ctx *ctx = m->ctx;
+    if (n < 0 || n > FT_MODEL_MAX_INPUTS || (n && !in))
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid input count %d", n);
+    m->n_in = 0;
+    for (int i = 0; i < n; i++) {
+        const ft_host_tensor *t = &in[i];
+        if (!t->name) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input %d has no name", i);
+        bool known = false;
+        for (const char *const *a = m->arch->inputs; a && *a; a++) known |= !strcmp(*a, t->name);
+        if (!known) {
+            char list[256] = "";
+            size_t k = 0;
+            for (const char *const *a = m->arch->inputs; a && *a && k < sizeof list; a++)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", *a);
+            return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s takes no input '%s' (inputs: %s)",
+                                m->arch_name, t->name, list);
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(in[j].name, t->name))
+                return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' given twice", t->name);
+        if ((unsigned)t->dtype >= FT_DTYPE_COUNT)
+            return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' has an invalid dtype", t->name);
+        if (t->ndim < 1 || t->ndim > FT_MAX_DIMS)
+            return ft_set_error(ctx, FT_ERR_SHAPE, "input '%s' has rank %d", t->name, t->ndim);
+        for (int d = 0; d < t->ndim; d++)
+            if (t->shape[d] < 1)
+                return ft_set_error(ctx, FT_ERR_SHAPE, "input '%s' has size %lld in dim %d",
+                                    t->name, (long long)t->shape[d], d);
+        if (!t->data) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' has no data", t->name);
+        snprintf(m->in[i].name, sizeof m->in[i].name, "%s", t->name);
+        m->in[i].host = t;
+        m->in[i].t = NULL;
+        m->n_in++;
+    }
+    return m->arch->validate ? m->arch->validate(m) : FT_OK;
+}
+
+/* Uploads the host inputs (floats converted to the model dtype). */
+static ft_status upload_inputs(ft_model *m) {
+    for (int i = 0; i < m->n_in; i++) {
+        const ft_host_tensor *h = m->in[i].host;
+        ft_dtype dt = ft_dtype_is_float(h->dtype) ? m->dtype : h->dtype;
+        ft_tensor *t;
+        if (dt == h->dtype) {
+            t = ft_tensor_from_host(m->ctx, dt, h->ndim, h->shape, h->data);
+        } else {
+            int64_t n = ft_host_numel(h);
+            void *tmp = malloc((size_t)n * ft_dtype_size(dt));
+            if (!tmp) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+            ft_convert_host(dt, tmp, h->dtype, h->data, n);
+            t = ft_tensor_from_host(m->ctx, dt, h->ndim, h->shape, tmp);
+            free(tmp);
+        }
+        if (!t) return m->ctx->status;
+        t->flags |= FT_TF_INPUT;
+        snprintf(t->name, sizeof t->name, "%s", h->name);
+        m->in[i].t = t;
+    }
+    return FT_OK;
+}
+
+/* ---- forward ---- */
+
+static ft_status forward_eager(ft_model *m) {
+    ft_ctx *ctx = m->ctx;
+    int64_t mark = ft_arena_mark(ctx);
+    ft_status st = upload_inputs(m);
+    if (st == FT_OK) st = m->arch->forward(m, ctx);
+    if (st == FT_OK) st = ctx->status;
+    if (st == FT_OK) {
+        for (int i = 0; i < m->n_out; i++) {
+            ft_tensor *k = ft_tensor_keep(ctx, m->out[i].t);
+            if (!k) {
+                st = ctx->status;
+                m->n_out = i; /* the rest are arena tensors, released below */
+                break;
+            }
+            snprintf(k->name, sizeof k->name, "%s", m->out[i].name);
+            m->out[i].t = k;
+        }
+    } else {
+        m->n_out = 0; /* arena tensors only: released with the scope */
+    }
+    ft_arena_release_to(ctx, mark);
+    for (int i = 0; i < m->n_in; i++) m->in[i].t = NULL;
+    return st;
+}
+
+ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inputs) {
+    if (!m) return FT_ERR_INVALID_ARG;
+    ft_ctx *ctx = m->ctx;
+    if (ctx->status != FT_OK) return ctx->status;
+    release_outputs(m);
+    ft_status st = check_inputs(m, inputs, n_inputs);
+    if (st != FT_OK) return st;
+    if (m->opt.mode == FT_MODE_EAGER) return forward_eager(m);
+    return ft_graph_forward(m);
+}
+
+/* ---- MAC counting by tracing ---- */
+
+ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs) {
+    if (!m || !macs) return FT_ERR_INVALID_ARG;
+    ft_ctx *ctx = m->ctx;
+    if (!m->arch->example_inputs)
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s cannot count MACs", m->arch_name);
+    ft_host_tensor in[FT_MODEL_MAX_INPUTS];
+    int n_in = 0;
+    void *owned = NULL;
+    ft_status st = m->arch->example_inputs(m, batch, length, in, &n_in, &owned);
+    if (st != FT_OK) {
+        free(owned);
+        return st;
+    }
+    ft_model_io saved_out[FT_MODEL_MAX_OUTPUTS];
+    int saved_n_out = m->n_out;
+    memcpy(saved_out, m->out, sizeof saved_out);
+    m->n_out = 0;
+    st = check_inputs(m, in, n_in);
+    int64_t mark = ft_arena_mark(ctx);
+    ft_trace tr;
+    memset(&tr, 0, sizeof tr);
+    if (st == FT_OK) st = ft_trace_begin(ctx, &tr);
+    if (st == FT_OK) {
+        for (int i = 0; i < m->n_in && st == FT_OK; i++) {
+            const ft_host_tensor *h = m->in[i].host;
+            ft_dtype dt = ft_dtype_is_float(h->dtype) ? m->dtype : h->dtype;
+            m->in[i].t = ft_trace_input(ctx, h->name, dt, h->ndim, h->shape);
+            if (!m->in[i].t) st = ctx->status;
+        }
+        if (st == FT_OK) st = m->arch->forward(m, ctx);
+        if (st == FT_OK) st = ctx->status;
+        ft_trace_end(ctx, &tr);
+    }
+    int64_t total = 0;
+    for (int i = 0; st == FT_OK && i < tr.n_nodes; i++) {
+        const ft_tensor *n = tr.nodes[i];
+        ft_macs_fn f = ft_op_table[n->op].macs;
+        if (f) total += f(n);
+    }
+    ft_trace_free(&tr);
+    ft_arena_release_to(ctx, mark);
+    for (int i = 0; i < m->n_in; i++) m->in[i].t = NULL;
+    m->n_in = 0;
+    memcpy(m->out, saved_out, sizeof saved_out);
+    m->n_out = saved_n_out;
+    free(owned);
+    if (st == FT_OK) *macs = total;
+    return st;
+}
+
+/* ---- load / free ---- */
+
+static bool is_dir(const char *p) {
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out) {
+    if (!out) return FT_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!ctx) return FT_ERR_INVALID_ARG;
+    if (ctx->status != FT_OK) return ctx->status;
+    if (!path) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_model_load: path is NULL");
+    ft_model_options o = opt ? *opt : ft_model_options_default();
+    if (!ft_dtype_is_float(o.dtype))
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "model dtype must be f32, f16 or bf16, not %s",
+                            ft_dtype_name(o.dtype));
+    if ((unsigned)o.mode > FT_MODE_STATIC)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid mode %d", (int)o.mode);
+
+    ft_model *m = (ft_model *)calloc(1, sizeof *m);
+    if (!m) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    m->ctx = ctx;
+    m->opt = o;
+    m->dtype = o.dtype;
+    m->rng = o.seed;
+    ft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    ft_status st;
+    const ft_arch *preset_arch = NULL;
+    const ft_preset *preset = NULL;
+    if (is_dir(path)) {
+        char file[1024];
+        snprintf(m->source, sizeof m->source, "%s", path);
+        snprintf(file, sizeof file, "%s/config.json", path);
+        st = ft_config_load(ctx, file, &cfg);
+        if (st == FT_OK) {
+            snprintf(file, sizeof file, "%s/model.safetensors", path);
+            st = ft_st_open(ctx, file, &m->st);
+        }
+    } else if ((preset = ft_preset_find(path, &preset_arch)) != NULL) {
+        snprintf(m->source, sizeof m->source, "preset:%s", path);
+        st = ft_config_from_string(ctx, preset->config_json, m->source, &cfg);
+    } else {
+        char names[512] = "";
+        size_t k = 0;
+        for (int i = 0; ft_preset_name(i) && k < sizeof names; i++)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", ft_preset_name(i));
+        st = ft_set_error(ctx, FT_ERR_NOT_FOUND, "'%s' is neither a model directory nor a preset (%s)",
+                          path, names);
+    }
+    if (st == FT_OK) {
+        const char *mt = NULL;
+        st = ft_config_string(&cfg, "model_type", NULL, &mt);
+        if (st == FT_OK && !mt)
+            st = ft_config_error(&cfg, "missing key 'model_type' (which architecture is this?)");
+        if (st == FT_OK) {
+            m->arch = ft_arch_find(mt);
+            if (!m->arch) {
+                char names[256] = "";
+                size_t k = 0;
+                for (int i = 0; ft_archs[i] && k < sizeof names; i++)
+                    k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
+                                          ft_archs[i]->model_type);
+                st = ft_config_error(&cfg, "model_type '%s' is not supported (supported: %s)", mt, names);
+            }
+        }
+    }
+    if (st == FT_OK) {
+        double std = 0.02;
+        st = ft_config_float(&cfg, "initializer_range", 0.02, &std);
+        m->init_std = (float)std;
+    }
+    if (st == FT_OK) st = m->arch->load(m, &cfg);
+    if (st == FT_OK) st = ctx->status;
+    ft_config_free(&cfg);
+    ft_st_close(m->st);
+    m->st = NULL;
+    if (st != FT_OK) {
+        ft_model_free(m);
+        return st;
+    }
+    *out = m;
+    return FT_OK;
+}
+
+void ft_model_free(ft_model *m) {
+    if (!m) return;
+    release_outputs(m);
+    ft_graph_free(m);
+    if (m->arch && m->arch->destroy) m->arch->destroy(m);
+    for (int i = 0; i < m->n_params; i++) ft_tensor_free_persistent(m->params[i]);
+    free(m->params);
+    ft_st_close(m->st);
+    free(m);
+}

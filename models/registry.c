@@ -1,0 +1,11 @@
+/*
+ * registry.c - every architecture the engine knows, by config model_type.
+ * One line per architecture (models/<arch>.c defines its ft_arch).
+ */
+#include "model.h"
+
+const ft_arch *const ft_archs[] = {
+    &ft_arch_bert,
+    &ft_arch_distilbert,
+    NULL,
+};

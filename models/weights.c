@@ -1,0 +1,239 @@
+/*
+ * weights.c - fetching model parameters during load.
+ *
+ * A parameter is asked for by its bare HF name and expected shape. From a
+ * checkpoint it is looked up as written, with each of the architecture's
+ * base-model prefixes ("bert." ...), and with the legacy spellings HF renames
+ * on load (LayerNorm.gamma/beta, weight_g/weight_v vs parametrizations); its
+ * shape is checked against the config, its dtype converted to the model's,
+ * and it is uploaded once. For a preset it is random-initialised instead:
+ * normal(0, initializer_range) for matrices, zeros for biases, ones for norm
+ * scales and running variances, so latency studies run at real sizes.
+ */
+#include "model.h"
+#include "../engine/safetensors.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Replaces the suffix `from` of name with `to` into out; false if name lacks it. */
+static bool swap_suffix(const char *name, const char *from, const char *to, char *out, size_t size) {
+    if (!ends_with(name, from)) return false;
+    size_t keep = strlen(name) - strlen(from);
+    snprintf(out, size, "%.*s%s", (int)keep, name, to);
+    return true;
+}
+
+/* Spellings of one parameter name, the canonical one first. */
+static int spellings(const char *name, char out[4][256]) {
+    static const char *const renames[][2] = {
+        {"LayerNorm.weight", "LayerNorm.gamma"},
+        {"LayerNorm.bias", "LayerNorm.beta"},
+        {".weight_g", ".parametrizations.weight.original0"},
+        {".weight_v", ".parametrizations.weight.original1"},
+        {".parametrizations.weight.original0", ".weight_g"},
+        {".parametrizations.weight.original1", ".weight_v"},
+    };
+    int n = 0;
+    snprintf(out[n++], 256, "%s", name);
+    for (size_t i = 0; i < sizeof renames / sizeof renames[0] && n < 4; i++)
+        if (swap_suffix(name, renames[i][0], renames[i][1], out[n], 256)) n++;
+    return n;
+}
+
+static const ft_st_tensor *lookup(ft_model *m, const char *name, char *found, size_t fsize) {
+    if (!m->st) return NULL;
+    char sp[4][256];
+    int ns = spellings(name, sp);
+    for (int i = 0; i < ns; i++) {
+        const ft_st_tensor *t = ft_st_find(m->st, sp[i]);
+        if (t) {
+            snprintf(found, fsize, "%.255s", sp[i]);
+            return t;
+        }
+        for (const char *const *p = m->arch->prefixes; p && *p; p++) {
+            char full[640];
+            snprintf(full, sizeof full, "%.63s%.255s", *p, sp[i]);
+            t = ft_st_find(m->st, full);
+            if (t) {
+                snprintf(found, fsize, "%.400s", full);
+                return t;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---- random initialisation ---- */
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s) { return ((double)(splitmix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+static void random_fill(ft_model *m, const char *name, float *dst, int64_t n) {
+    float constant = NAN;
+    if (ends_with(name, "running_var") || ends_with(name, "gru_rel_pos_const")) constant = 1.0f;
+    else if (ends_with(name, ".bias") || ends_with(name, "running_mean") || ends_with(name, "_bias"))
+        constant = 0.0f;
+    else if (ends_with(name, "norm.weight") || ends_with(name, "Norm.weight") ||
+             ends_with(name, "normalization.weight") || ends_with(name, "bn1.weight") ||
+             ends_with(name, "bn2.weight") || ends_with(name, "bn3.weight"))
+        constant = 1.0f;
+    if (!isnan(constant)) {
+        for (int64_t i = 0; i < n; i++) dst[i] = constant;
+        return;
+    }
+    float std = m->init_std > 0 ? m->init_std : 0.02f;
+    for (int64_t i = 0; i < n; i += 2) { /* Box-Muller pairs */
+        double u1 = uniform01(&m->rng), u2 = uniform01(&m->rng);
+        double r = sqrt(-2.0 * log(u1));
+        dst[i] = (float)(r * cos(2 * M_PI * u2) * std);
+        if (i + 1 < n) dst[i + 1] = (float)(r * sin(2 * M_PI * u2) * std);
+    }
+}
+
+/* ---- fetching ---- */
+
+static bool is_buffer(const char *name) {
+    return ends_with(name, "running_mean") || ends_with(name, "running_var") ||
+           ends_with(name, "num_batches_tracked");
+}
+
+static ft_status add_param(ft_model *m, ft_tensor *t, const char *name) {
+    if (m->n_params == m->cap_params) {
+        int nc = m->cap_params ? m->cap_params * 2 : 64;
+        ft_tensor **p = (ft_tensor **)realloc(m->params, (size_t)nc * sizeof *p);
+        if (!p) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+        m->params = p;
+        m->cap_params = nc;
+    }
+    m->params[m->n_params++] = t;
+    if (!is_buffer(name)) m->param_count += ft_numel(t);
+    return FT_OK;
+}
+
+static const char *source_file(const ft_model *m) {
+    return m->st ? ft_st_path(m->st) : m->source;
+}
+
+static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *shape, const char *name) {
+    ft_ctx *ctx = m->ctx;
+    if (ctx->status != FT_OK) return NULL;
+    ft_tensor *t = ft_tensor_new_persistent(ctx);
+    if (!t) return NULL;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->ne[i] = shape[i];
+    ft_tensor_set_contiguous_strides(t);
+    t->flags |= FT_TF_WEIGHT;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    int64_t n = ft_numel(t);
+    char want[128];
+    ft_shape_str(t, want, sizeof want);
+
+    float *f32 = NULL;
+    const void *src = NULL;
+    ft_dtype src_t = FT_DTYPE_F32;
+    if (m->st) {
+        char found[640];
+        const ft_st_tensor *st = lookup(m, name, found, sizeof found);
+        if (!st) {
+            ft_set_error(ctx, FT_ERR_NOT_FOUND, "%s: tensor '%s' not found", source_file(m), name);
+            goto fail;
+        }
+        if (!ft_dtype_is_float(st->dtype)) {
+            ft_set_error(ctx, FT_ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected a float dtype",
+                         source_file(m), found, ft_dtype_name(st->dtype));
+            goto fail;
+        }
+        bool same = st->ndim == ndim;
+        for (int i = 0; same && i < ndim; i++) same = st->shape[i] == shape[i];
+        if (!same) {
+            char got[128] = "[";
+            size_t k = 1;
+            for (int i = 0; i < st->ndim; i++)
+                k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", i ? "," : "",
+                                      (long long)st->shape[i]);
+            snprintf(got + k, sizeof got - k, "]");
+            ft_set_error(ctx, FT_ERR_SHAPE,
+                         "%s: tensor '%s' has shape %s, but the config implies %.*s", source_file(m),
+                         found, got, (int)(strchr(want, ' ') ? strchr(want, ' ') - want : 64), want);
+            goto fail;
+        }
+        src = st->data;
+        src_t = st->dtype;
+    } else {
+        f32 = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
+        if (!f32) {
+            ft_set_error(ctx, FT_ERR_OOM, "out of host memory initialising '%s'", name);
+            goto fail;
+        }
+        random_fill(m, name, f32, n);
+        src = f32;
+    }
+    if (ft_tensor_alloc_storage(ctx, t) != FT_OK) goto fail;
+    size_t bytes = ft_nbytes(t);
+    if (src_t == dtype) {
+        if (ft_copy_to_device(ctx, t->data, src, bytes) != FT_OK) goto fail;
+    } else {
+        void *tmp = malloc(bytes ? bytes : 1);
+        if (!tmp) {
+            ft_set_error(ctx, FT_ERR_OOM, "out of host memory converting '%s'", name);
+            goto fail;
+        }
+        ft_convert_host(dtype, tmp, src_t, src, n);
+        ft_status st = ft_copy_to_device(ctx, t->data, tmp, bytes);
+        free(tmp);
+        if (st != FT_OK) goto fail;
+    }
+    free(f32);
+    if (add_param(m, t, name) != FT_OK) {
+        ft_tensor_free_persistent(t);
+        return NULL;
+    }
+    return t;
+fail:
+    free(f32);
+    ft_tensor_free_persistent(t);
+    return NULL;
+}
+
+ft_tensor *ft_weight(ft_model *m, int ndim, const int64_t *shape, const char *fmt, ...) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return fetch(m, m->dtype, ndim, shape, name);
+}
+
+ft_tensor *ft_weight_f32(ft_model *m, int ndim, const int64_t *shape, const char *fmt, ...) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return fetch(m, FT_DTYPE_F32, ndim, shape, name);
+}
+
+bool ft_weight_exists(ft_model *m, const char *fmt, ...) {
+    char name[256], found[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return lookup(m, name, found, sizeof found) != NULL;
+}
