@@ -101,6 +101,7 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     ctx->device_index = o.device_index;
     ctx->cpu_threads = o.cpu_threads;
     ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
+    if (env_flag("FT_NVTX")) ctx->hooks = ft_nvtx_hooks();
     const char *cost = getenv("FT_OP_HOST_COST_US");
     if (cost) ctx->extra_op_cost_us = atof(cost);
 #ifdef _OPENMP

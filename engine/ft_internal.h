@@ -153,6 +153,9 @@ typedef struct ft_dispatch_hooks {
     void *user;
 } ft_dispatch_hooks;
 
+/* NVTX ranges per op and phase (engine/nvtx.c); NULL without NVTX. */
+const ft_dispatch_hooks *ft_nvtx_hooks(void);
+
 struct ft_trace; /* graph/trace.h */
 
 struct ft_ctx {

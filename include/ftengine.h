@@ -407,6 +407,17 @@ int64_t ft_model_param_count(const ft_model *m);
  */
 ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs);
 
+/**
+ * Inputs of a typical forward at this size, filled with deterministic pseudo-random
+ * data (token ids uniform over the vocabulary, pixels and audio uniform in [0, 1),
+ * as the Framework Tax harness feeds them): `length` is the sequence length for
+ * text, the image side for vision and the number of samples for speech; 0 takes the
+ * architecture's default (128 tokens, 224 pixels, 32000 samples). Writes up to 8
+ * inputs into `in`; the data lives in *owned, which the caller frees with free().
+ */
+ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
+                                  int *n_in, void **owned);
+
 /** Built-in presets: returns the i-th name, or NULL past the end. */
 const char *ft_preset_name(int i);
 

@@ -288,10 +288,11 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
 
 static ft_status bert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                      int *n_in, void **owned) {
-    if (batch < 1 || length < 1)
-        return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch and sequence length must be positive");
-    int64_t *ids = (int64_t *)calloc((size_t)(batch * length), sizeof *ids);
+    const bert *b = (const bert *)m->priv;
+    if (length <= 0) length = 128;
+    int64_t *ids = (int64_t *)malloc((size_t)(batch * length) * sizeof *ids);
     if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    ft_example_fill_ids(ids, batch * length, b->vocab);
     *owned = ids;
     memset(in, 0, sizeof *in);
     in[0].name = "input_ids";

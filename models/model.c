@@ -237,17 +237,45 @@ ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inpu
     return ft_graph_forward(m);
 }
 
+/* ---- example inputs ---- */
+
+static uint64_t example_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+void ft_example_fill_ids(int64_t *ids, int64_t n, int64_t vocab) {
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < n; i++) ids[i] = vocab > 0 ? (int64_t)(example_next(&s) % (uint64_t)vocab) : 0;
+}
+
+void ft_example_fill_uniform(float *x, int64_t n) {
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(example_next(&s) >> 40) * (1.0f / 16777216.0f);
+}
+
+ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
+                                  int *n_in, void **owned) {
+    if (!m || !in || !n_in || !owned) return FT_ERR_INVALID_ARG;
+    *owned = NULL;
+    *n_in = 0;
+    if (!m->arch->example_inputs)
+        return ft_set_error(m->ctx, FT_ERR_UNSUPPORTED, "%s has no example inputs", m->arch_name);
+    if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
+    return m->arch->example_inputs(m, batch, length, in, n_in, owned);
+}
+
 /* ---- MAC counting by tracing ---- */
 
 ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs) {
     if (!m || !macs) return FT_ERR_INVALID_ARG;
     ft_ctx *ctx = m->ctx;
-    if (!m->arch->example_inputs)
-        return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s cannot count MACs", m->arch_name);
     ft_host_tensor in[FT_MODEL_MAX_INPUTS];
     int n_in = 0;
     void *owned = NULL;
-    ft_status st = m->arch->example_inputs(m, batch, length, in, &n_in, &owned);
+    ft_status st = ft_model_example_inputs(m, batch, length, in, &n_in, &owned);
     if (st != FT_OK) {
         free(owned);
         return st;

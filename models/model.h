@@ -44,8 +44,11 @@ typedef struct ft_arch {
     ft_status (*forward)(ft_model *m, ft_ctx *ctx);
     /* Frees m->priv (weights are freed by the framework). */
     void (*destroy)(ft_model *m);
-    /* Builds the host inputs of a typical forward for ft_model_macs and the bench
-     * (ids of zeros, images, audio); `length` is sequence length / image side / samples. */
+    /* Builds the host inputs of a typical forward for ft_model_macs and the bench:
+     * deterministic pseudo-random ids over the vocabulary, pixels / audio uniform in
+     * [0, 1) (use ft_example_fill_*); `length` is sequence length / image side /
+     * samples, and length <= 0 means the architecture's default (128 / 224 / 32000).
+     * *owned receives one malloc'd block holding all the data. */
     ft_status (*example_inputs)(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                 int *n_in, void **owned);
     const ft_preset *presets; /* NULL-name-terminated, or NULL */
@@ -125,6 +128,10 @@ ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t);
 static inline int ft_model_want_hidden_states(const ft_model *m) {
     return m->opt.output_hidden_states;
 }
+
+/* Deterministic fills for example_inputs (a fixed seed, so runs are comparable). */
+void ft_example_fill_ids(int64_t *ids, int64_t n, int64_t vocab);
+void ft_example_fill_uniform(float *x, int64_t n);
 
 /* Host-side helpers for validate(): integer inputs read as int64. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i);
