@@ -136,6 +136,16 @@ DTYPE  ?= fp32
 bench: all
 	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) --seq $(SEQ) --dtype $(DTYPE)
 
+# kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
+KBENCH := $(BUILD)/bench/kernels/kernel_bench
+$(KBENCH): bench/kernels/kernel_bench.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+kernel-bench: $(KBENCH)
+	$(KBENCH)
+	-@python3 bench/kernels/torch_kernels.py
+$(BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/ftengine.h $(DESTDIR)$(PREFIX)/include/

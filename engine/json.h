@@ -40,6 +40,8 @@ double ft_json_number(const ft_json *j);
 bool ft_json_is_integer(const ft_json *j);
 int64_t ft_json_int(const ft_json *j);
 const char *ft_json_string(const ft_json *j); /* NUL-terminated, UTF-8 */
+/* Byte length of a string value (differs from strlen when it holds \u0000). */
+size_t ft_json_string_len(const ft_json *j);
 bool ft_json_bool(const ft_json *j);
 const char *ft_json_type_name(ft_json_type t);
 

@@ -107,9 +107,10 @@ typedef struct ft_params_conv {
 typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
 typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;
 
-/* Fused elementwise chain: up to 8 steps applied to src0, each an ft_op among
- * ADD/SUB/MUL/DIV (with the step's operand src[k]), SCALE, or a unary activation. */
-#define FT_FUSED_MAX_STEPS 6
+/* Fused elementwise chain: up to FT_FUSED_MAX_STEPS steps applied to src0, each an ft_op among
+ * ADD/SUB/MUL/DIV (with the step's operand src[k]), SCALE, or a unary activation.
+ * 5 steps keep the struct within FT_MAX_OP_PARAMS (56 of 64 bytes). */
+#define FT_FUSED_MAX_STEPS 5
 typedef struct ft_params_fused_eltwise {
     int8_t n_steps;
     int8_t op[FT_FUSED_MAX_STEPS];     /* ft_op of each step */

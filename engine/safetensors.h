@@ -39,6 +39,8 @@ int ft_st_count(const ft_st_file *f);
 const ft_st_tensor *ft_st_get(const ft_st_file *f, int i);
 /* NULL if absent */
 const ft_st_tensor *ft_st_find(const ft_st_file *f, const char *name);
+/* A "__metadata__" string value, or NULL if absent. */
+const char *ft_st_metadata(const ft_st_file *f, const char *key);
 
 /* Writes tensors (host data) to `path` (overwriting it). Names must be unique. */
 ft_status ft_st_write(ft_ctx *ctx, const char *path, const ft_st_tensor *tensors, int n);

@@ -7,5 +7,9 @@
 const ft_arch *const ft_archs[] = {
     &ft_arch_bert,
     &ft_arch_distilbert,
+    &ft_arch_resnet,
+    &ft_arch_wavlm,
+    &ft_arch_funnel,
+    &ft_arch_mobilebert,
     NULL,
 };

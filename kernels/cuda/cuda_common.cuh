@@ -1,5 +1,5 @@
 /*
- * cuda_common.cuh - what every kernels/cuda/*.cu file shares: the context's
+ * cuda_common.cuh - what every kernels/cuda/ .cu file shares: the context's
  * stream, checked CUDA calls that turn into ft_status, dtype load/store
  * helpers (f32 / f16 / bf16 storage, f32 math) and launch geometry.
  */

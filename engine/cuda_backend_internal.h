@@ -1,0 +1,95 @@
+/*
+ * cuda_backend_internal.h - the CUDA backend's per-context state (ctx->cuda),
+ * shared by engine/cuda_backend.c (C) and the kernels that need more than the
+ * stream: the GEMM (cuBLASLt handle, workspace, plan cache) and the tests and
+ * benches that look at device facts. Only compiled with FT_WITH_CUDA.
+ */
+#ifndef FT_CUDA_BACKEND_INTERNAL_H
+#define FT_CUDA_BACKEND_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "ft_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything that decides which cuBLASLt plan a GEMM needs. Pointers are not
+ * part of it (they are passed per call), their alignments are: the heuristic's
+ * choice depends on them. Zeroed before filling so it can be memcmp'd. */
+typedef struct ft_gemm_key {
+    int32_t dtype, trans_a, trans_b, epilogue, has_c, tf32;
+    int32_t align_a, align_b, align_c; /* bytes, power of two, capped at 256 */
+    int32_t pad_;
+    int64_t m, n, k, batch;
+    int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+} ft_gemm_key;
+
+/* A cached GEMM plan: descriptors and the algorithm the heuristic chose. */
+typedef struct ft_gemm_plan {
+    ft_gemm_key key;
+    int used;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
+    cublasLtMatmulAlgo_t algo;
+    int epi_fallback; /* the epilogue had no algorithm: bias and act run as a separate pass */
+} ft_gemm_plan;
+
+#define FT_GEMM_CACHE_SLOTS 512 /* power of two; a full table evicts by overwriting */
+
+typedef struct ft_cuda_state {
+    ft_ctx *ctx;
+    int device;
+    int sm_major, sm_minor, n_sm;
+    size_t smem_per_block_optin;
+    char name[256];
+
+    cudaStream_t stream; /* cudaStreamNonBlocking: every launch and copy goes here */
+
+    /* pinned host staging for h2d/d2h, grown as needed, reused */
+    void *pinned;
+    size_t pinned_size;
+    cudaEvent_t pinned_done; /* recorded after the last h2d out of `pinned` */
+    int pinned_pending;
+
+    cublasHandle_t blas;
+    void *blas_ws;
+    size_t blas_ws_size;
+    cublasLtHandle_t lt;
+    void *lt_ws;
+    size_t lt_ws_size;
+    int allow_tf32; /* FT_ALLOW_TF32=1 or ft_cuda_set_allow_tf32() */
+
+    /* device frees asked for while the stream was capturing, done afterwards */
+    void **deferred;
+    int n_deferred, cap_deferred;
+
+    ft_gemm_plan *gemm_cache; /* FT_GEMM_CACHE_SLOTS entries */
+    uint64_t gemm_cache_hits, gemm_cache_misses;
+} ft_cuda_state;
+
+static inline ft_cuda_state *ft_cuda_state_of(ft_ctx *ctx) {
+    return ctx ? (ft_cuda_state *)ctx->cuda : NULL;
+}
+
+/* Records a cuBLAS/cuBLASLt failure as FT_ERR_CUBLAS naming the call. */
+ft_status ft_cublas_error(ft_ctx *ctx, cublasStatus_t st, const char *what);
+/* 1 when the context's stream is being captured into a CUDA graph. */
+int ft_cuda_capturing(ft_ctx *ctx);
+/* Enables TF32 for f32 GEMMs on this context (off by default; results change). */
+void ft_cuda_set_allow_tf32(ft_ctx *ctx, int on);
+/* Destroys the cached GEMM plans (kernels/cuda/gemm.cu). */
+void ft_cuda_gemm_cache_free(ft_cuda_state *s);
+/* Copies a float tensor of any strides into a contiguous device buffer of the
+ * same dtype (kernels/cuda/gemm.cu): the fallback for operands whose layout a
+ * kernel cannot read directly (a strided bias or residual). */
+ft_status ft_cuda_gather_contiguous(ft_ctx *ctx, const ft_tensor *src, void *dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_CUDA_BACKEND_INTERNAL_H */

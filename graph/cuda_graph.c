@@ -1,0 +1,91 @@
+/*
+ * cuda_graph.c - CUDA Graph capture and replay of a plan (see cuda_graph.h).
+ * Everything a captured plan touches (arena, constants, library workspaces)
+ * is allocated before capture by the executor's warm-up run.
+ */
+#include "cuda_graph.h"
+
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <time.h>
+
+cudaStream_t ft_cuda_stream(ft_ctx *ctx); /* engine/cuda_backend.c */
+
+struct ft_cuda_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void *user,
+                                ft_cuda_graph **out, double *capture_ms, double *instantiate_ms) {
+    *out = NULL;
+    cudaStream_t s = ft_cuda_stream(ctx);
+    if (!s)
+        return ft_set_error(ctx, FT_ERR_CAPTURE,
+                            "CUDA graph capture needs the context's non-blocking stream");
+    double t0 = now_ms();
+    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess)
+        return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaStreamBeginCapture failed: %s",
+                            cudaGetErrorString(e));
+    ft_status st = run(user);
+    cudaGraph_t graph = NULL;
+    e = cudaStreamEndCapture(s, &graph);
+    if (st != FT_OK || e != cudaSuccess || !graph) {
+        if (graph) cudaGraphDestroy(graph);
+        (void)cudaGetLastError(); /* a failed capture leaves a sticky launch error behind */
+        if (st != FT_OK) {
+            ft_error_prefix(ctx, "during CUDA graph capture");
+            return st;
+        }
+        return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaStreamEndCapture failed: %s",
+                            cudaGetErrorString(e));
+    }
+    double t1 = now_ms();
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e != cudaSuccess) {
+        cudaGraphDestroy(graph);
+        return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaGraphInstantiate failed: %s",
+                            cudaGetErrorString(e));
+    }
+    /* upload now so the first replay does not pay for it */
+    e = cudaGraphUpload(exec, s);
+    double t2 = now_ms();
+    ft_cuda_graph *g = (ft_cuda_graph *)calloc(1, sizeof *g);
+    if (!g || e != cudaSuccess) {
+        free(g);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        if (e != cudaSuccess)
+            return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaGraphUpload failed: %s",
+                                cudaGetErrorString(e));
+        return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    }
+    g->graph = graph;
+    g->exec = exec;
+    if (capture_ms) *capture_ms = t1 - t0;
+    if (instantiate_ms) *instantiate_ms = t2 - t1;
+    *out = g;
+    return FT_OK;
+}
+
+ft_status ft_cuda_graph_launch(ft_ctx *ctx, ft_cuda_graph *g) {
+    cudaError_t e = cudaGraphLaunch(g->exec, ft_cuda_stream(ctx));
+    if (e != cudaSuccess)
+        return ft_set_error(ctx, FT_ERR_CUDA, "cudaGraphLaunch failed: %s", cudaGetErrorString(e));
+    return FT_OK;
+}
+
+void ft_cuda_graph_free(ft_cuda_graph *g) {
+    if (!g) return;
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    if (g->graph) cudaGraphDestroy(g->graph);
+    free(g);
+}

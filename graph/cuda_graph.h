@@ -1,0 +1,31 @@
+/*
+ * cuda_graph.h - capturing a plan into a CUDA Graph and replaying it
+ * (graph/cuda_graph.c, compiled only when nvcc is found). Kept behind this
+ * small interface so graph/executor.c builds without the CUDA toolkit.
+ */
+#ifndef FT_CUDA_GRAPH_H
+#define FT_CUDA_GRAPH_H
+
+#include "../engine/ft_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ft_cuda_graph ft_cuda_graph;
+
+/* Captures what run(user) enqueues on the context's stream (strict, thread-local
+ * capture mode: a stray synchronizing call or legacy-stream use fails the capture
+ * instead of being silently recorded) and instantiates it. Reports the capture and
+ * instantiation times in milliseconds. */
+ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void *user,
+                                ft_cuda_graph **out, double *capture_ms, double *instantiate_ms);
+/* One cudaGraphLaunch on the context's stream. */
+ft_status ft_cuda_graph_launch(ft_ctx *ctx, ft_cuda_graph *g);
+void ft_cuda_graph_free(ft_cuda_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_CUDA_GRAPH_H */

@@ -1,0 +1,454 @@
+/*
+ * executor.c - graph and static mode: plans per input signature, built by
+ * tracing the model's forward once, optimising the graph and planning its
+ * memory, then run with nothing left to decide.
+ *
+ * A plan's steps are a flat array of {kernel, node} whose node pointers
+ * already point into the plan's arena: a run does no shape inference, no
+ * allocation and no table lookup. Graph mode walks the steps with the
+ * dispatcher's hooks and counters (so the profiler sees each kernel); static
+ * mode walks them bare on the CPU, and on CUDA replays them as one captured
+ * CUDA Graph per input shape.
+ */
+#include "graph_api.h"
+#include "graph.h"
+#include "trace.h"
+#ifdef FT_WITH_CUDA
+#include "../engine/cuda_backend.h"
+#include "cuda_graph.h"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct ft_plan_step {
+    ft_kernel_fn fn;
+    ft_tensor *node;
+} ft_plan_step;
+
+typedef struct ft_plan_input {
+    char name[48];
+    ft_dtype host_dtype;
+    int ndim;
+    int64_t shape[FT_MAX_DIMS];
+    ft_tensor *t; /* the graph's input leaf (device dtype, data in the arena) */
+} ft_plan_input;
+
+typedef struct ft_plan {
+    ft_plan_input in[FT_GRAPH_MAX_IN];
+    int n_in;
+    ft_graph *g;
+    ft_plan_step *steps;
+    int n_steps;
+    ft_block *arena;
+    void *staging;        /* host buffer for inputs converted to the model dtype */
+    size_t staging_bytes;
+    ft_graph_stats stats;
+    uint64_t last_used;
+    bool is_static;
+#ifdef FT_WITH_CUDA
+    ft_cuda_graph *cg;
+#endif
+} ft_plan;
+
+typedef struct ft_graph_state {
+    ft_const_cache consts; /* plan-time weights shared by all plans */
+    ft_plan *plans[FT_GRAPH_CACHE_SIZE];
+    int n_plans;
+    uint64_t tick;
+    uint64_t hits, misses, evictions;
+    ft_plan *last;
+} ft_graph_state;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static bool env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static void plan_free(ft_plan *p) {
+    if (!p) return;
+#ifdef FT_WITH_CUDA
+    ft_cuda_graph_free(p->cg);
+#endif
+    ft_graph_destroy(p->g);
+    if (p->arena) ft_block_unref(p->arena);
+    free(p->steps);
+    free(p->staging);
+    free(p);
+}
+
+/* ---- input signature ---- */
+
+static ft_dtype device_dtype(const ft_model *m, ft_dtype host) {
+    return ft_dtype_is_float(host) ? m->dtype : host;
+}
+
+static bool plan_matches(const ft_plan *p, const ft_model *m) {
+    if (p->n_in != m->n_in) return false;
+    for (int i = 0; i < m->n_in; i++) {
+        const ft_host_tensor *h = m->in[i].host;
+        const ft_plan_input *pi = &p->in[i];
+        if (strcmp(pi->name, m->in[i].name) || pi->host_dtype != h->dtype || pi->ndim != h->ndim)
+            return false;
+        for (int d = 0; d < h->ndim; d++)
+            if (pi->shape[d] != h->shape[d]) return false;
+    }
+    return true;
+}
+
+/* ---- running ---- */
+
+typedef struct run_args {
+    ft_ctx *ctx;
+    ft_plan *p;
+} run_args;
+
+/* The bare walk: static mode's (and what a CUDA Graph captures). */
+static ft_status run_bare(void *user) {
+    run_args *a = (run_args *)user;
+    ft_ctx *ctx = a->ctx;
+    const ft_plan_step *s = a->p->steps;
+    for (int i = 0, n = a->p->n_steps; i < n; i++) {
+        ft_status st = (ft_status)s[i].fn(ctx, s[i].node);
+        if (st != FT_OK) {
+            char d[256];
+            if (ctx->status == FT_OK) ft_set_error(ctx, st, "kernel failed");
+            ft_error_prefix(ctx, "plan step %d %s", i, ft_node_describe(s[i].node, d, sizeof d));
+            return st;
+        }
+    }
+    return FT_OK;
+}
+
+/* Graph mode's walk: hooks and counters, as the profiler expects of a launch. */
+static ft_status run_hooked(ft_ctx *ctx, ft_plan *p) {
+    const ft_dispatch_hooks *h = ctx->hooks;
+    for (int i = 0; i < p->n_steps; i++) {
+        ft_tensor *node = p->steps[i].node;
+        if (h && h->op_begin) h->op_begin(h->user, node);
+        if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, node);
+        ft_status st = (ft_status)p->steps[i].fn(ctx, node);
+#ifdef FT_WITH_CUDA
+        if (st == FT_OK && ctx->device == FT_DEVICE_CUDA)
+            st = ft_cuda_after_launch(ctx, ft_op_name(node->op));
+#endif
+        if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, node);
+        ctx->counters[node->op].launches++;
+        if (h && h->op_end) h->op_end(h->user, node, st);
+        if (st != FT_OK) {
+            char d[256];
+            if (ctx->status == FT_OK) ft_set_error(ctx, st, "kernel failed");
+            ft_error_prefix(ctx, "plan step %d %s", i, ft_node_describe(node, d, sizeof d));
+            return st;
+        }
+    }
+    return FT_OK;
+}
+
+static ft_status copy_inputs(ft_model *m, ft_plan *p) {
+    ft_ctx *ctx = m->ctx;
+    for (int i = 0; i < p->n_in; i++) {
+        const ft_host_tensor *h = m->in[i].host;
+        ft_tensor *t = p->in[i].t;
+        if (!t) continue;
+        size_t bytes = ft_nbytes(t);
+        const void *src = h->data;
+        if (t->dtype != h->dtype) {
+            ft_status st = ft_convert_host(t->dtype, p->staging, h->dtype, h->data, ft_numel(t));
+            if (st != FT_OK)
+                return ft_set_error(ctx, st, "input '%s': cannot convert %s to %s", h->name,
+                                    ft_dtype_name(h->dtype), ft_dtype_name(t->dtype));
+            src = p->staging;
+        }
+        ft_status st = ft_copy_to_device(ctx, t->data, src, bytes);
+        if (st != FT_OK) return st;
+    }
+    return FT_OK;
+}
+
+static ft_status register_outputs(ft_model *m, ft_plan *p) {
+    ft_ctx *ctx = m->ctx;
+    for (int j = 0; j < p->g->n_out; j++) {
+        ft_tensor *k = ft_tensor_keep(ctx, p->g->out[j].t);
+        if (!k) return ctx->status;
+        snprintf(k->name, sizeof k->name, "%s", p->g->out[j].name);
+        k->flags &= ~(uint32_t)(FT_TF_OUTPUT | FT_GF_DEAD | FT_GF_FOLDED | FT_TF_WEIGHT);
+        ft_status st = ft_model_add_output(m, p->g->out[j].name, k);
+        if (st != FT_OK) {
+            ft_tensor_free_persistent(k);
+            return st;
+        }
+    }
+    return FT_OK;
+}
+
+static ft_status plan_run(ft_model *m, ft_plan *p) {
+    ft_ctx *ctx = m->ctx;
+    ft_status st = copy_inputs(m, p);
+    if (st != FT_OK) return st;
+    run_args a = {ctx, p};
+    if (!p->is_static) st = run_hooked(ctx, p);
+#ifdef FT_WITH_CUDA
+    else if (p->cg) st = ft_cuda_graph_launch(ctx, p->cg);
+#endif
+    else st = run_bare(&a);
+    if (st != FT_OK) return st;
+    return register_outputs(m, p);
+}
+
+/* ---- building ---- */
+
+static ft_graph_state *state_of(ft_model *m);
+
+ft_status ft_graph_trace_model(ft_model *m, ft_graph **out) {
+    ft_ctx *ctx = m->ctx;
+    int64_t mark = ft_arena_mark(ctx);
+    ft_trace tr;
+    memset(&tr, 0, sizeof tr);
+    int saved_n_out = m->n_out;
+    m->n_out = 0;
+    ft_status st = ft_trace_begin(ctx, &tr);
+    if (st == FT_OK) {
+        for (int i = 0; i < m->n_in && st == FT_OK; i++) {
+            const ft_host_tensor *h = m->in[i].host;
+            m->in[i].t = ft_trace_input(ctx, m->in[i].name, device_dtype(m, h->dtype), h->ndim,
+                                        h->shape);
+            if (!m->in[i].t) st = ctx->status;
+        }
+        if (st == FT_OK) st = m->arch->forward(m, ctx);
+        if (st == FT_OK) st = ctx->status;
+        ft_trace_end(ctx, &tr);
+    }
+    ft_graph_io outs[FT_GRAPH_MAX_OUT];
+    int n_out = 0;
+    if (st == FT_OK && m->n_out > FT_GRAPH_MAX_OUT)
+        st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "graph mode: %d outputs (at most %d)", m->n_out,
+                          FT_GRAPH_MAX_OUT);
+    for (int j = 0; st == FT_OK && j < m->n_out; j++) {
+        snprintf(outs[j].name, sizeof outs[j].name, "%s", m->out[j].name);
+        outs[j].t = m->out[j].t;
+        n_out++;
+    }
+    if (st == FT_OK && n_out == 0)
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "graph mode: the forward registered no output");
+    /* the traced outputs are arena nodes: never let them reach the caller */
+    m->n_out = saved_n_out;
+    if (st == FT_OK) st = ft_graph_from_trace(ctx, &tr, outs, n_out, out);
+    if (st == FT_OK && m->graph) (*out)->cache = &state_of(m)->consts;
+    ft_trace_free(&tr);
+    ft_arena_release_to(ctx, mark);
+    for (int i = 0; i < m->n_in; i++) m->in[i].t = NULL;
+    return st;
+}
+
+/* Uploads the constants the forward made from host data. */
+static ft_status upload_constants(ft_graph *g, size_t *bytes) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *t = g->nodes[i];
+        if (t->op != FT_OP_NONE || !(t->flags & FT_TF_CONST) || !t->extra || t->data) continue;
+        if (ft_tensor_alloc_storage(g->ctx, t) != FT_OK) return g->ctx->status;
+        ft_status st = ft_copy_to_device(g->ctx, t->data, t->extra, ft_nbytes(t));
+        if (st != FT_OK) return st;
+        *bytes += ft_nbytes(t);
+    }
+    return FT_OK;
+}
+
+static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
+    ft_graph *g = p->g;
+    p->steps = (ft_plan_step *)calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *p->steps);
+    if (!p->steps) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *n = g->nodes[i];
+        if (n->op == FT_OP_NONE || n->op == FT_OP_VIEW) continue;
+        char d[256];
+        ft_kernel_fn fn = ft_select_kernel(ctx, n);
+        if (!fn)
+            return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "plan: no %s kernel for op %s",
+                                ft_device_name(ctx->device), ft_node_describe(n, d, sizeof d));
+        if (need_capture && !(ft_op_table[n->op].flags & FT_OPF_CAPTURABLE))
+            return ft_set_error(ctx, FT_ERR_CAPTURE,
+                                "static mode: op %s cannot be captured in a CUDA graph "
+                                "(set FT_DISABLE_CUDA_GRAPHS=1 or use graph mode)",
+                                ft_node_describe(n, d, sizeof d));
+        p->steps[p->n_steps].fn = fn;
+        p->steps[p->n_steps].node = n;
+        p->n_steps++;
+    }
+    return FT_OK;
+}
+
+static ft_status plan_build(ft_model *m, ft_plan **out) {
+    ft_ctx *ctx = m->ctx;
+    *out = NULL;
+    ft_plan *p = (ft_plan *)calloc(1, sizeof *p);
+    if (!p) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    p->is_static = m->opt.mode == FT_MODE_STATIC;
+    p->n_in = m->n_in;
+    for (int i = 0; i < m->n_in; i++) {
+        const ft_host_tensor *h = m->in[i].host;
+        snprintf(p->in[i].name, sizeof p->in[i].name, "%s", m->in[i].name);
+        p->in[i].host_dtype = h->dtype;
+        p->in[i].ndim = h->ndim;
+        for (int d = 0; d < h->ndim; d++) p->in[i].shape[d] = h->shape[d];
+    }
+    ft_graph_stats *s = &p->stats;
+    double t0 = now_ms();
+    ft_status st = ft_graph_trace_model(m, &p->g);
+    double t1 = now_ms();
+    if (st == FT_OK) {
+        s->traced_kernels = ft_graph_kernel_count(p->g);
+        st = ft_graph_optimize(p->g);
+    }
+    double t2 = now_ms();
+    ft_mem_plan mp;
+    memset(&mp, 0, sizeof mp);
+    size_t *offs = NULL;
+    if (st == FT_OK) {
+        offs = (size_t *)malloc((size_t)(p->g->n_nodes ? p->g->n_nodes : 1) * sizeof *offs);
+        st = offs ? ft_plan_memory(p->g, &mp, offs)
+                  : ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    }
+    if (st == FT_OK) {
+        p->arena = ft_allocator_alloc(&ctx->alloc, ctx, mp.arena_bytes ? mp.arena_bytes : 1);
+        if (!p->arena) st = ctx->status;
+    }
+    if (st == FT_OK) ft_plan_bind_memory(p->g, offs, p->arena->ptr);
+    free(offs);
+    size_t const_bytes = 0;
+    for (int i = 0; st == FT_OK && i < p->g->n_owned; i++)
+        if (p->g->owned[i]->block) const_bytes += ft_nbytes(p->g->owned[i]);
+    if (st == FT_OK) st = upload_constants(p->g, &const_bytes);
+    for (int i = 0; st == FT_OK && i < p->n_in; i++) {
+        for (int k = 0; k < p->g->n_in; k++)
+            if (!strcmp(p->g->in[k].name, p->in[i].name)) p->in[i].t = p->g->in[k].t;
+        if (p->in[i].t && ft_nbytes(p->in[i].t) > p->staging_bytes)
+            p->staging_bytes = ft_nbytes(p->in[i].t);
+    }
+    if (st == FT_OK && p->staging_bytes) {
+        p->staging = malloc(p->staging_bytes);
+        if (!p->staging) st = ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    }
+    bool capture = false;
+#ifdef FT_WITH_CUDA
+    capture = p->is_static && ctx->device == FT_DEVICE_CUDA && !env_on("FT_DISABLE_CUDA_GRAPHS");
+#endif
+    if (st == FT_OK) st = resolve_steps(ctx, p, capture);
+    double t3 = now_ms();
+    if (st == FT_OK) {
+        s->valid = 1;
+        s->kernels_per_forward = p->n_steps;
+        s->arena_bytes = mp.arena_bytes;
+        s->sum_intermediate_bytes = mp.sum_bytes;
+        s->peak_live_bytes = mp.lower_bound;
+        s->const_bytes = const_bytes;
+        s->trace_ms = t1 - t0;
+        s->passes_ms = t2 - t1;
+        s->plan_ms = t3 - t2;
+        const ft_pass_counts *pc = &p->g->passes;
+        s->dce_removed = pc->dce;
+        s->folded = pc->folded;
+        s->qkv_merged = pc->qkv;
+        s->epilogues = pc->epilogue;
+        s->ln_residual = pc->ln_residual;
+        s->attention_fused = pc->attention;
+        s->eltwise_fused = pc->eltwise;
+        s->nonorm_folded = pc->nonorm;
+        s->conv_bn_folded = pc->conv_bn;
+    }
+#ifdef FT_WITH_CUDA
+    if (st == FT_OK && capture) {
+        /* the warm-up run makes every lazy allocation (library workspaces, GEMM
+         * algorithm caches, scratch blocks) before capture, where none may happen */
+        run_args a = {ctx, p};
+        st = copy_inputs(m, p);
+        if (st == FT_OK) st = run_bare(&a);
+        if (st == FT_OK) st = ft_cuda_sync(ctx);
+        if (st == FT_OK)
+            st = ft_cuda_graph_capture(ctx, run_bare, &a, &p->cg, &s->capture_ms,
+                                       &s->instantiate_ms);
+        if (st == FT_OK) {
+            s->captured = 1;
+            s->graph_launches = 1;
+        }
+    }
+#endif
+    (void)env_on;
+    if (st != FT_OK) {
+        plan_free(p);
+        return st;
+    }
+    *out = p;
+    return FT_OK;
+}
+
+/* ---- the cache ---- */
+
+static ft_graph_state *state_of(ft_model *m) {
+    if (!m->graph) m->graph = calloc(1, sizeof(ft_graph_state));
+    return (ft_graph_state *)m->graph;
+}
+
+ft_status ft_graph_forward(ft_model *m) {
+    if (!m) return FT_ERR_INVALID_ARG;
+    ft_ctx *ctx = m->ctx;
+    if (ctx->status != FT_OK) return ctx->status;
+    if (m->opt.mode != FT_MODE_GRAPH && m->opt.mode != FT_MODE_STATIC)
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "ft_graph_forward in mode %s",
+                            ft_mode_name(m->opt.mode));
+    ft_graph_state *gs = state_of(m);
+    if (!gs) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    ft_plan *p = NULL;
+    for (int i = 0; i < gs->n_plans; i++)
+        if (plan_matches(gs->plans[i], m)) p = gs->plans[i];
+    if (p) {
+        gs->hits++;
+    } else {
+        gs->misses++;
+        ft_status st = plan_build(m, &p);
+        if (st != FT_OK) return st;
+        if (gs->n_plans == FT_GRAPH_CACHE_SIZE) {
+            int lru = 0;
+            for (int i = 1; i < gs->n_plans; i++)
+                if (gs->plans[i]->last_used < gs->plans[lru]->last_used) lru = i;
+            if (gs->last == gs->plans[lru]) gs->last = NULL;
+            plan_free(gs->plans[lru]);
+            gs->plans[lru] = gs->plans[--gs->n_plans];
+            gs->evictions++;
+        }
+        gs->plans[gs->n_plans++] = p;
+    }
+    p->last_used = ++gs->tick;
+    gs->last = p;
+    return plan_run(m, p);
+}
+
+void ft_graph_free(ft_model *m) {
+    if (!m || !m->graph) return;
+    ft_graph_state *gs = (ft_graph_state *)m->graph;
+    for (int i = 0; i < gs->n_plans; i++) plan_free(gs->plans[i]);
+    ft_const_cache_free(&gs->consts);
+    free(gs);
+    m->graph = NULL;
+}
+
+ft_status ft_graph_stats_get(const ft_model *m, ft_graph_stats *out) {
+    if (!m || !out) return FT_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    const ft_graph_state *gs = (const ft_graph_state *)m->graph;
+    if (!gs) return FT_OK;
+    if (gs->last) *out = gs->last->stats;
+    out->plans_cached = gs->n_plans;
+    out->plan_hits = gs->hits;
+    out->plan_misses = gs->misses;
+    out->plan_evictions = gs->evictions;
+    return FT_OK;
+}

@@ -1,0 +1,154 @@
+/*
+ * graph.h - the graph IR of graph and static mode, its passes, its memory
+ * planner and its plans.
+ *
+ * A graph is built from a trace (graph/trace.h): the traced nodes it keeps are
+ * copied out of the context's arena into headers the graph owns, so the trace's
+ * arena scope can be recycled. Nodes are plain struct ft_tensor (op, sources,
+ * parameters, inferred shape), in topological order. Weights stay the model's
+ * tensors and are referenced, never copied; tensors that passes make at plan
+ * time (merged or folded weights) are owned by the graph.
+ */
+#ifndef FT_GRAPH_H
+#define FT_GRAPH_H
+
+#include "../engine/ft_internal.h"
+#include "trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_GRAPH_MAX_IN 8
+#define FT_GRAPH_MAX_OUT 96
+
+/* Graph-private node flags, above the engine's FT_TF_* bits. */
+enum {
+    FT_GF_DEAD = 1u << 20,   /* removed by a pass; dropped by ft_graph_compact */
+    FT_GF_FOLDED = 1u << 21  /* a constant computed at plan time (owned storage) */
+};
+
+typedef struct ft_graph_io {
+    char name[48];
+    ft_tensor *t;
+} ft_graph_io;
+
+/* What each pass did, for the tests and the --profile report. */
+typedef struct ft_pass_counts {
+    int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn;
+} ft_pass_counts;
+
+/* Weights made at plan time (stacked QKV weights) shared by every plan of a
+ * model, so a new input shape does not rebuild them. Owned by the model's
+ * graph state (graph/executor.c). */
+#define FT_STACK_MAX 8
+typedef struct ft_const_entry {
+    const ft_tensor *parts[FT_STACK_MAX];
+    int n;
+    ft_tensor *t; /* persistent header holding the storage */
+} ft_const_entry;
+
+typedef struct ft_const_cache {
+    ft_const_entry *e;
+    int n, cap;
+} ft_const_cache;
+
+/* parts[0..n) stacked along dim 0 (contiguous, same dtype and trailing dims),
+ * from the cache or made with the backend's copy kernel. NULL + error on failure. */
+ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n);
+void ft_const_cache_free(ft_const_cache *c);
+
+typedef struct ft_graph {
+    ft_ctx *ctx;
+    ft_const_cache *cache;    /* the model's, or NULL (then nothing is shared) */
+    ft_tensor **nodes;        /* topological order; headers owned (calloc'd) */
+    int n_nodes, cap_nodes;
+    ft_tensor **owned;        /* headers made by passes, kept until the graph is freed */
+    int n_owned, cap_owned;
+    void **host;              /* host data of constant leaves (owned) */
+    int n_host, cap_host;
+    ft_graph_io in[FT_GRAPH_MAX_IN];
+    int n_in;
+    ft_graph_io out[FT_GRAPH_MAX_OUT];
+    int n_out;
+    ft_pass_counts passes;
+} ft_graph;
+
+/* Builds a graph from a finished trace whose outputs are outs[0..n_out) (named).
+ * Every traced node is copied; ft_pass_dce drops those no output needs. */
+ft_status ft_graph_from_trace(ft_ctx *ctx, const ft_trace *tr, const ft_graph_io *outs, int n_out,
+                              ft_graph **out);
+void ft_graph_destroy(ft_graph *g);
+/* Traces m's forward (architecture callbacks) on placeholder inputs shaped like
+ * the host inputs in m->in[] into a graph; nothing runs (graph/executor.c). */
+struct ft_model;
+ft_status ft_graph_trace_model(struct ft_model *m, ft_graph **out);
+
+/* A new zeroed header owned by the graph (not in the node list). */
+ft_tensor *ft_graph_new_tensor(ft_graph *g);
+/* A new graph-owned constant with device storage, contiguous, of that shape. */
+ft_tensor *ft_graph_new_const(ft_graph *g, ft_dtype dtype, int ndim, const int64_t *shape);
+/* A constant (weight or folded) copied to a new malloc'd f32 host array (NULL + error). */
+float *ft_graph_const_to_host(ft_graph *g, ft_tensor *t);
+/* A new graph-owned constant of dtype holding the f32 host values given. */
+ft_tensor *ft_graph_const_from_host(ft_graph *g, ft_dtype dtype, int ndim, const int64_t *shape,
+                                    const float *data);
+/* Inserts node at position pos of the node list. */
+ft_status ft_graph_insert(ft_graph *g, int pos, ft_tensor *node);
+/* Drops nodes flagged FT_GF_DEAD from the node list and renumbers ids. */
+void ft_graph_compact(ft_graph *g);
+/* Every reference to `old` (sources, view roots, outputs) now names `repl`. */
+void ft_graph_replace_uses(ft_graph *g, ft_tensor *old, ft_tensor *repl);
+/* uses[i]: how many sources and outputs reference node i (ids must be current). */
+void ft_graph_count_uses(const ft_graph *g, int *uses);
+/* How many sources and outputs reference t (views count as users). */
+int ft_graph_uses(const ft_graph *g, const ft_tensor *t);
+/* Moves node to position pos (later than its own), keeping the others' order. */
+void ft_graph_move_later(ft_graph *g, ft_tensor *node, int pos);
+/* Whether a node can be absorbed by a fusion: one user, not an output. */
+bool ft_graph_fusable(const ft_graph *g, const ft_tensor *t);
+/* Whether t is computed from weights and constants only (no input reaches it). */
+bool ft_graph_is_const(const ft_tensor *t);
+/* Whether t is a model output. */
+bool ft_graph_is_output(const ft_graph *g, const ft_tensor *t);
+/* Number of nodes that launch a kernel (not views or leaves). */
+int ft_graph_kernel_count(const ft_graph *g);
+
+/* ---- passes (graph/pass_*.c); each returns how many rewrites it made, or <0 on error ---- */
+int ft_pass_dce(ft_graph *g);
+int ft_pass_fold(ft_graph *g);          /* weight-only subgraphs evaluated at plan time */
+int ft_pass_nonorm(ft_graph *g);        /* linear -> x*gamma+beta folded into the linear */
+int ft_pass_conv_bn(ft_graph *g);       /* conv -> batchnorm folded into the conv */
+int ft_pass_qkv(ft_graph *g);           /* sibling linears on one input merged into one GEMM */
+int ft_pass_attention(ft_graph *g);     /* matmul -> softmax -> matmul into one attention */
+int ft_pass_epilogue(ft_graph *g);      /* linear + residual add, linear + activation */
+int ft_pass_ln_residual(ft_graph *g);   /* add -> layernorm into layernorm(x, residual) */
+int ft_pass_eltwise(ft_graph *g);       /* chains of elementwise ops into one kernel */
+
+/* Runs every pass in order (unless FT_DISABLE_FUSION=1: DCE only). */
+ft_status ft_graph_optimize(ft_graph *g);
+
+/* ---- memory plan (graph/planner.c) ---- */
+
+typedef struct ft_mem_plan {
+    size_t arena_bytes;   /* the one arena every intermediate lives in */
+    size_t sum_bytes;     /* all intermediates side by side (no reuse) */
+    size_t lower_bound;   /* the most bytes live at any one step */
+    int n_buffers;
+} ft_mem_plan;
+
+#define FT_NO_OFFSET ((size_t)-1)
+
+/* Gives every kernel node and each input leaf a byte offset in one arena from
+ * liveness: buffers whose lifetimes do not overlap share bytes; inputs and
+ * outputs live for the whole forward. offs[n_nodes] receives the offsets
+ * (FT_NO_OFFSET for views, weights and constants). */
+ft_status ft_plan_memory(ft_graph *g, ft_mem_plan *mp, size_t *offs);
+/* Points every planned node at base + its offset and every view at its root. */
+void ft_plan_bind_memory(ft_graph *g, const size_t *offs, void *base);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_GRAPH_H */

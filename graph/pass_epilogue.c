@@ -1,0 +1,85 @@
+/*
+ * pass_epilogue.c - GEMM epilogues: a linear or convolution followed by a
+ * residual add and/or an activation becomes one kernel computing
+ * act(x W^T + b + r), the contract the linear and conv kernels already
+ * implement (engine/ops.h). The residual is fused first so that
+ * act(linear + r) takes both; an activation after a fused residual is still
+ * exact, an add after an activation is not and is left alone.
+ */
+#include "graph.h"
+
+static bool is_gemm_epilogue_op(ft_op op) {
+    return op == FT_OP_LINEAR || op == FT_OP_CONV1D || op == FT_OP_CONV2D;
+}
+
+static int32_t *act_of(ft_tensor *n) {
+    if (n->op == FT_OP_LINEAR) return &((ft_params_linear *)(void *)n->op_params)->act;
+    return &((ft_params_conv *)(void *)n->op_params)->act;
+}
+
+static ft_act act_for(ft_op op) {
+    switch (op) {
+    case FT_OP_GELU: return FT_ACT_GELU;
+    case FT_OP_GELU_TANH: return FT_ACT_GELU_TANH;
+    case FT_OP_RELU: return FT_ACT_RELU;
+    case FT_OP_TANH: return FT_ACT_TANH;
+    case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
+    default: return FT_ACT_NONE;
+    }
+}
+
+/* The GEMM node g absorbs `user` (the add or activation reading it): user's
+ * readers now read g, and g runs where user ran (a residual may be computed
+ * after g's own inputs). */
+static void absorb(ft_graph *g, ft_tensor *gemm, ft_tensor *user) {
+    int pos = user->id;
+    ft_graph_replace_uses(g, user, gemm);
+    user->flags |= FT_GF_DEAD;
+    user->flags &= ~(uint32_t)FT_TF_OUTPUT;
+    ft_graph_move_later(g, gemm, pos);
+}
+
+static int fuse_residuals(ft_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *add = g->nodes[i];
+        if (add->op != FT_OP_ADD || (add->flags & FT_GF_DEAD)) continue;
+        for (int side = 0; side < 2; side++) {
+            ft_tensor *mm = add->src[side], *r = add->src[1 - side];
+            if (!mm || !r || !is_gemm_epilogue_op(mm->op) || mm->src[3] || *act_of(mm) != FT_ACT_NONE)
+                continue;
+            if (!ft_graph_fusable(g, mm) || r->dtype != mm->dtype || !ft_shape_equal(r, mm) ||
+                !ft_shape_equal(add, mm) || !ft_tensor_contiguous(r))
+                continue;
+            mm->src[3] = r;
+            absorb(g, mm, add);
+            n++;
+            break;
+        }
+    }
+    return n;
+}
+
+static int fuse_activations(ft_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *a = g->nodes[i];
+        ft_act act = act_for(a->op);
+        if (act == FT_ACT_NONE || (a->flags & FT_GF_DEAD)) continue;
+        ft_tensor *mm = a->src[0];
+        if (!mm || !is_gemm_epilogue_op(mm->op) || *act_of(mm) != FT_ACT_NONE ||
+            !ft_graph_fusable(g, mm) || a->dtype != mm->dtype)
+            continue;
+        *act_of(mm) = act;
+        absorb(g, mm, a);
+        n++;
+    }
+    return n;
+}
+
+int ft_pass_epilogue(ft_graph *g) {
+    int n = fuse_residuals(g);
+    n += fuse_activations(g);
+    g->passes.epilogue += n;
+    return n;
+}

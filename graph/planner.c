@@ -1,0 +1,170 @@
+/*
+ * planner.c - the memory planner: every intermediate of a plan lives at a
+ * fixed offset in one arena, decided once from liveness.
+ *
+ * A buffer is live from the node that writes it to the last node that reads
+ * it (directly or through a view). Buffers are placed largest first, each at
+ * the lowest-waste gap among the buffers already placed whose lifetimes
+ * overlap its own ("greedy by size"), which lands close to the peak-live lower
+ * bound on transformer graphs. Model inputs and outputs live for the whole
+ * forward: an output must survive until the next forward and an input is
+ * written before the first node runs.
+ */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 256
+
+typedef struct buf {
+    int node;         /* index of the node owning the buffer */
+    int start, end;   /* first and last step it is live */
+    size_t size, off;
+} buf;
+
+static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static int by_size_desc(const void *a, const void *b) {
+    const buf *x = (const buf *)a, *y = (const buf *)b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->start - y->start;
+}
+
+static int by_off(const void *a, const void *b) {
+    const buf *x = *(const buf *const *)a, *y = *(const buf *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int by_area_desc(const void *a, const void *b) {
+    const buf *x = (const buf *)a, *y = (const buf *)b;
+    double ax = (double)x->size * (x->end - x->start + 1), ay = (double)y->size * (y->end - y->start + 1);
+    if (ax != ay) return ax < ay ? 1 : -1;
+    return x->start - y->start;
+}
+
+static int by_start(const void *a, const void *b) {
+    const buf *x = (const buf *)a, *y = (const buf *)b;
+    if (x->start != y->start) return x->start - y->start;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+/* Places b[0..nb) in that order, each in the tightest gap left by the placed
+ * buffers it overlaps in time; returns the arena size. */
+static size_t place(buf *b, int nb, buf **act) {
+    size_t top = 0;
+    for (int i = 0; i < nb; i++) {
+        int na = 0;
+        for (int j = 0; j < i; j++)
+            if (b[j].start <= b[i].end && b[i].start <= b[j].end) act[na++] = &b[j];
+        qsort(act, (size_t)na, sizeof *act, by_off);
+        size_t best = (size_t)-1, best_gap = (size_t)-1, prev = 0;
+        for (int j = 0; j < na; j++) {
+            if (act[j]->off >= prev + b[i].size) {
+                size_t gap = act[j]->off - prev;
+                if (gap < best_gap) {
+                    best_gap = gap;
+                    best = prev;
+                }
+            }
+            size_t e = act[j]->off + act[j]->size;
+            if (e > prev) prev = e;
+        }
+        b[i].off = best != (size_t)-1 ? best : prev;
+        if (b[i].off + b[i].size > top) top = b[i].off + b[i].size;
+    }
+    return top;
+}
+
+static bool in_graph(const ft_graph *g, const ft_tensor *t) {
+    return t && t->id >= 0 && t->id < g->n_nodes && g->nodes[t->id] == t;
+}
+
+/* The node whose buffer t reads, or -1 (weights, constants). */
+static int root_of(const ft_graph *g, const ft_tensor *t) {
+    if (t && t->op == FT_OP_VIEW) t = t->view_src;
+    return in_graph(g, t) ? t->id : -1;
+}
+
+static bool needs_buffer(const ft_tensor *n) {
+    if (n->op == FT_OP_VIEW) return false;
+    if (n->op == FT_OP_NONE) return (n->flags & FT_TF_INPUT) != 0;
+    return true;
+}
+
+ft_status ft_plan_memory(ft_graph *g, ft_mem_plan *mp, size_t *offs) {
+    memset(mp, 0, sizeof *mp);
+    int n = g->n_nodes;
+    int *bix = (int *)malloc((size_t)(n ? n : 1) * sizeof *bix);
+    buf *b = (buf *)calloc((size_t)(n ? n : 1), sizeof *b);
+    buf **act = (buf **)malloc((size_t)(n ? n : 1) * sizeof *act);
+    if (!bix || !b || !act) {
+        free(bix);
+        free(b);
+        free(act);
+        return ft_set_error(g->ctx, FT_ERR_OOM, "out of host memory in the memory planner");
+    }
+    int nb = 0;
+    for (int i = 0; i < n; i++) {
+        offs[i] = FT_NO_OFFSET;
+        bix[i] = -1;
+        ft_tensor *t = g->nodes[i];
+        if (!needs_buffer(t)) continue;
+        bix[i] = nb;
+        b[nb].node = i;
+        b[nb].start = b[nb].end = i;
+        b[nb].size = align_up(ft_nbytes(t) ? ft_nbytes(t) : 1);
+        if (t->flags & FT_TF_INPUT) b[nb].start = 0;
+        nb++;
+    }
+    for (int i = 0; i < n; i++) {
+        ft_tensor *t = g->nodes[i];
+        for (int k = 0; k < FT_MAX_SRC; k++) {
+            int r = root_of(g, t->src[k]);
+            if (r >= 0 && bix[r] >= 0 && b[bix[r]].end < i) b[bix[r]].end = i;
+        }
+    }
+    for (int j = 0; j < g->n_out; j++) {
+        int r = root_of(g, g->out[j].t);
+        if (r >= 0 && bix[r] >= 0) {
+            b[bix[r]].start = 0;
+            b[bix[r]].end = n;
+        }
+    }
+    /* statistics: no reuse, and the most bytes live at one step */
+    for (int i = 0; i < nb; i++) mp->sum_bytes += b[i].size;
+    for (int s = 0; s < n; s++) {
+        size_t live = 0;
+        for (int i = 0; i < nb; i++)
+            if (b[i].start <= s && s <= b[i].end) live += b[i].size;
+        if (live > mp->lower_bound) mp->lower_bound = live;
+    }
+    /* a few placement orders, keep the tightest: none wins on every graph */
+    int (*orders[])(const void *, const void *) = {by_size_desc, by_area_desc, by_start};
+    size_t best_top = (size_t)-1;
+    for (int o = 0; o < 3; o++) {
+        qsort(b, (size_t)nb, sizeof *b, orders[o]);
+        size_t top = place(b, nb, act);
+        if (top < best_top) {
+            best_top = top;
+            for (int i = 0; i < nb; i++) offs[b[i].node] = b[i].off;
+        }
+    }
+    size_t top = best_top == (size_t)-1 ? 0 : best_top;
+    mp->arena_bytes = top;
+    mp->n_buffers = nb;
+    free(bix);
+    free(b);
+    free(act);
+    return FT_OK;
+}
+
+void ft_plan_bind_memory(ft_graph *g, const size_t *offs, void *base) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (offs[i] != FT_NO_OFFSET) g->nodes[i]->data = (char *)base + offs[i];
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *v = g->nodes[i];
+        if (v->op != FT_OP_VIEW || !v->view_src || !v->view_src->data) continue;
+        v->data = (char *)v->view_src->data + v->view_offs * (int64_t)ft_dtype_size(v->dtype);
+    }
+}

@@ -1,0 +1,145 @@
+/*
+ * conv.c - CPU kernels of conv1d and conv2d: im2col per (batch, group) into a
+ * [Cin/g * KH * KW, OH * OW] column matrix, then one SGEMM with the group's
+ * weights [Cout/g, Cin/g * KH * KW], then the bias/residual/activation
+ * epilogue. A 1x1 stride-1 unpadded convolution is already a GEMM on x and
+ * skips im2col. conv1d is conv2d with H = KH = 1 and padding along W only.
+ */
+#include "cpu_kernels.h"
+#include "gemm.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct conv_geom {
+    int64_t batch, cin, cout, groups;
+    int64_t h, w, kh, kw, oh, ow;
+    int64_t sh, sw, ph, pw; /* strides and paddings per spatial dim */
+} conv_geom;
+
+/* col [cin_g * kh * kw, oh * ow] from x_bg [cin_g, h, w] with zero padding. */
+static void im2col(const conv_geom *g, const float *x, float *col, bool parallel) {
+    int64_t cin_g = g->cin / g->groups, rows = cin_g * g->kh * g->kw, n = g->oh * g->ow;
+#pragma omp parallel for if (parallel && rows * n > 32768)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t c = r / (g->kh * g->kw), kh = (r / g->kw) % g->kh, kw = r % g->kw;
+        const float *xc = x + c * g->h * g->w;
+        float *dst = col + r * n;
+        for (int64_t oh = 0; oh < g->oh; oh++) {
+            int64_t ih = oh * g->sh + kh - g->ph;
+            float *d = dst + oh * g->ow;
+            if (ih < 0 || ih >= g->h) {
+                memset(d, 0, (size_t)g->ow * sizeof(float));
+                continue;
+            }
+            const float *xr = xc + ih * g->w;
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t iw = ow * g->sw + kw - g->pw;
+                d[ow] = iw >= 0 && iw < g->w ? xr[iw] : 0.0f;
+            }
+        }
+    }
+}
+
+/* out_bg [cout_g, oh*ow] = w_g [cout_g, K] * col [K, oh*ow]; 0 or -1 (OOM). */
+static int conv_item(const conv_geom *g, const float *x, const float *w, float *y, int64_t item,
+                     float *col, bool direct, bool parallel, float beta) {
+    int64_t b = item / g->groups, gi = item % g->groups;
+    int64_t cin_g = g->cin / g->groups, cout_g = g->cout / g->groups;
+    int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
+    const float *xb = x + (b * g->cin + gi * cin_g) * g->h * g->w;
+    const float *wg = w + gi * cout_g * kk;
+    float *yb = y + (b * g->cout + gi * cout_g) * n;
+    const float *bm = xb; /* [kk, n] */
+    if (!direct) {
+        im2col(g, xb, col, parallel);
+        bm = col;
+    }
+    return ft_cpu_sgemm(false, false, cout_g, n, kk, 1.0f, wg, kk, bm, n, beta, yb, n);
+}
+
+static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char *name) {
+    const ft_tensor *xt = dst->src[0], *wt = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
+    int act = FT_PARAMS(dst, ft_params_conv)->act;
+    int64_t cin_g = g->cin / g->groups;
+    int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
+    bool direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    int64_t items = g->batch * g->groups;
+
+    ft_cpu_f32 fx = {0}, fw = {0}, fb = {0}, fr = {0};
+    float *y = dst->dtype == FT_DTYPE_F32 ? (float *)dst->data
+                                          : malloc((size_t)(ft_numel(dst) > 0 ? ft_numel(dst) : 1) *
+                                                   sizeof(float)); /* [B, Cout, OH*OW] */
+    /* an f32 residual is accumulated by the GEMMs (beta = 1), which also keeps a
+     * residual that shares the output's storage correct */
+    bool res_in_c = res && y == dst->data && res->dtype == FT_DTYPE_F32 && ft_tensor_contiguous(res);
+    float *col = NULL;
+    int st = FT_OK;
+    if (!y || ft_cpu_f32_get(xt, ft_tensor_contiguous(xt), &fx) ||
+        ft_cpu_f32_get(wt, ft_tensor_contiguous(wt), &fw) ||
+        (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
+        (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr)))
+        goto oom;
+    if (ft_numel(dst) == 0) goto done;
+    if (res_in_c && res->data != (void *)y)
+        memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
+
+    float beta = res_in_c ? 1.0f : 0.0f;
+    size_t col_bytes = (size_t)(direct ? 1 : kk * n) * sizeof(float);
+    int nt = ft_cpu_gemm_threads();
+    if (nt > 1 && items >= nt && g->groups > 1) {
+        /* many small grouped products: one (batch, group) per thread */
+        int failed = 0;
+#pragma omp parallel reduction(| : failed)
+        {
+            float *c = malloc(col_bytes);
+            if (!c) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i = 0; i < items; i++)
+                if (c && conv_item(g, fx.p, fw.p, y, i, c, direct, false, beta)) failed = 1;
+            free(c);
+        }
+        if (failed) goto oom;
+    } else {
+        col = malloc(col_bytes);
+        if (!col) goto oom;
+        for (int64_t i = 0; i < items; i++)
+            if (conv_item(g, fx.p, fw.p, y, i, col, direct, true, beta)) goto oom;
+    }
+    ft_cpu_epilogue(y, g->batch, g->cout, n, fb.p, fr.p, act);
+    goto done;
+oom:
+    st = ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for its im2col or staging buffers",
+                      name);
+done:
+    free(col);
+    ft_cpu_f32_release(&fx);
+    ft_cpu_f32_release(&fw);
+    ft_cpu_f32_release(&fb);
+    ft_cpu_f32_release(&fr);
+    if (y && (void *)y != dst->data) {
+        if (st == FT_OK) ft_cpu_f32_store(dst, y, ft_numel(dst));
+        free(y);
+    }
+    return st;
+}
+
+FT_CPU_KERNEL(conv1d) {
+    const ft_tensor *x = dst->src[0], *w = dst->src[1];
+    const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
+    conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,
+                   .h = 1, .w = x->ne[2], .kh = 1, .kw = w->ne[2], .oh = 1, .ow = dst->ne[2],
+                   .sh = 1, .sw = p->stride, .ph = 0, .pw = p->padding};
+    return conv_run(ctx, dst, &g, "conv1d");
+}
+
+FT_CPU_KERNEL(conv2d) {
+    const ft_tensor *x = dst->src[0], *w = dst->src[1];
+    const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
+    conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,
+                   .h = x->ne[2], .w = x->ne[3], .kh = w->ne[2], .kw = w->ne[3],
+                   .oh = dst->ne[2], .ow = dst->ne[3], .sh = p->stride, .sw = p->stride,
+                   .ph = p->padding, .pw = p->padding};
+    return conv_run(ctx, dst, &g, "conv2d");
+}

@@ -1,0 +1,96 @@
+/*
+ * copy.c - CPU reference kernels for data movement: copy/cast (any strides into
+ * a contiguous tensor, between float dtypes, between int dtypes, ints to
+ * floats), concat and constant pad. All three are one strided copy of a source
+ * into a region of the output.
+ */
+#include "cpu_common.h"
+#include "cpu_kernels.h"
+
+#include <string.h>
+
+/* Copies every element of src (any strides) to dst + sum(i_k * dnb[k]) (in
+ * elements of dt), converting the dtype. The caller has checked that the
+ * conversion is one COPY supports. */
+static void copy_into(const ft_tensor *src, void *dst, ft_dtype dt, const int64_t *dnb) {
+    const int nd = src->ndim;
+    const int64_t rows = ft_cpu_rows(nd, src->ne), cols = ft_cpu_cols(nd, src->ne);
+    const int64_t sin = nd > 0 ? src->nb[nd - 1] : 1, din = nd > 0 ? dnb[nd - 1] : 1;
+    const ft_dtype st = src->dtype;
+    const size_t es = ft_dtype_size(st);
+    const bool same = st == dt, to_float = ft_dtype_is_float(dt);
+    if (rows == 0 || cols == 0) return;
+
+#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t so = ft_cpu_row_offset(nd, src->ne, src->nb, r);
+        int64_t doff = ft_cpu_row_offset(nd, src->ne, dnb, r);
+        const char *s = (const char *)src->data;
+        char *d = (char *)dst;
+        if (same && sin == 1 && din == 1) {
+            memcpy(d + doff * es, s + so * es, (size_t)cols * es);
+        } else if (same) {
+            for (int64_t j = 0; j < cols; j++)
+                memcpy(d + (doff + j * din) * es, s + (so + j * sin) * es, es);
+        } else if (to_float) {
+            for (int64_t j = 0; j < cols; j++)
+                ft_cpu_store(dst, dt, doff + j * din, ft_cpu_load(src->data, st, so + j * sin));
+        } else { /* int -> int */
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t v = ft_cpu_load_int(src->data, st, so + j * sin);
+                if (dt == FT_DTYPE_I64) ((int64_t *)dst)[doff + j * din] = v;
+                else ((int32_t *)dst)[doff + j * din] = (int32_t)v;
+            }
+        }
+    }
+}
+
+/* The conversions COPY supports: float <-> float, int <-> int, int -> float. */
+static int check_conversion(ft_ctx *ctx, ft_dtype from, ft_dtype to) {
+    if (from == to) return FT_OK;
+    if (ft_dtype_is_float(to) || !ft_dtype_is_float(from)) return FT_OK;
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "cannot convert %s to %s", ft_dtype_name(from),
+                        ft_dtype_name(to));
+}
+
+FT_CPU_KERNEL(copy) {
+    const ft_tensor *x = dst->src[0];
+    int st = check_conversion(ctx, x->dtype, dst->dtype);
+    if (st) return st;
+    if ((st = ft_cpu_need_contiguous(ctx, dst, "output"))) return st;
+    if (ft_numel(dst) == 0) return FT_OK;
+    copy_into(x, dst->data, dst->dtype, dst->nb);
+    return FT_OK;
+}
+
+FT_CPU_KERNEL(concat) {
+    const ft_tensor *a = dst->src[0], *b = dst->src[1];
+    const int d = FT_PARAMS(dst, ft_params_concat)->dim;
+    int st = ft_cpu_need_contiguous(ctx, dst, "output");
+    if (st) return st;
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "inputs must have the output's dtype");
+    if (ft_numel(dst) == 0) return FT_OK;
+    const size_t es = ft_dtype_size(dst->dtype);
+    copy_into(a, dst->data, dst->dtype, dst->nb);
+    /* b lands right after a along dim d */
+    copy_into(b, (char *)dst->data + (size_t)(a->ne[d] * dst->nb[d]) * es, dst->dtype, dst->nb);
+    return FT_OK;
+}
+
+FT_CPU_KERNEL(pad) {
+    const ft_tensor *x = dst->src[0];
+    const ft_params_pad *p = FT_PARAMS(dst, ft_params_pad);
+    int st = ft_cpu_need_contiguous(ctx, dst, "output");
+    if (st) return st;
+    if (!ft_dtype_is_float(dst->dtype) || x->dtype != dst->dtype)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "pad needs a float input, got %s",
+                            ft_dtype_name(x->dtype));
+    const int64_t n = ft_numel(dst);
+    if (n == 0) return FT_OK;
+#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) ft_cpu_store(dst->data, dst->dtype, i, p->value);
+    const size_t es = ft_dtype_size(dst->dtype);
+    copy_into(x, (char *)dst->data + (size_t)(p->before * dst->nb[p->dim]) * es, dst->dtype, dst->nb);
+    return FT_OK;
+}

@@ -1,0 +1,463 @@
+/*
+ * gemm.c - the CPU SGEMM core of the GEMM family, and the helpers linear,
+ * matmul, attention and the convolutions share (f32 staging, rounding stores,
+ * epilogues).
+ *
+ * The SGEMM is the classic blocked scheme: B is packed into KC x NR column
+ * slivers, A into MR x KC row slivers (alpha folded in while packing), and a
+ * register-tiled MR x NR micro-kernel multiplies one sliver pair with all its
+ * accumulators in registers. The micro-kernel is plain C with fixed trip
+ * counts that gcc vectorises; on x86-64 it is cloned for AVX2+FMA and AVX-512
+ * and the widest the CPU has is picked at load time. With AVX-512 the tile is
+ * 12 x 16 (12 zmm accumulators hide the FMA latency); otherwise 6 x 16, which
+ * fits the 16 ymm registers of AVX2.
+ */
+#include "gemm.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR 16      /* micro-tile columns (one zmm, two ymm) */
+#define MR_MAX 12  /* largest micro-tile rows */
+#define KC 256     /* depth of a packed block: an A sliver + a B sliver stay in L1 */
+#define MC 96      /* rows of a packed A block (a multiple of every MR): in L2 */
+#define NC 4096    /* columns of a packed B panel */
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define FT_HAVE_GCC 1
+#endif
+
+#if defined(__GNUC__)
+#define FT_INLINE static inline __attribute__((always_inline))
+#else
+#define FT_INLINE static inline
+#endif
+
+#if defined(FT_HAVE_GCC) && defined(__x86_64__) && __GNUC__ >= 11
+#define FT_GEMM_X86_CLONES 1
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* micro-kernels                                                             */
+/* ------------------------------------------------------------------------- */
+
+#ifdef FT_HAVE_GCC
+/* -std=c11 turns FMA contraction off; the micro-kernel wants it, and -O3 for
+ * the complete unrolling of its fixed-size loops. */
+#pragma GCC push_options
+#pragma GCC optimize("O3", "fp-contract=fast")
+#endif
+
+/* C[mr, nr] (= or +=beta*) a sliver [kc, MRC] times b sliver [kc, NR]. */
+FT_INLINE void micro_body(const int MRC, int64_t kc, const float *restrict a,
+                          const float *restrict b, float *restrict c, int64_t ldc, float beta,
+                          int mr, int nr) {
+    float acc[MR_MAX][NR];
+    for (int i = 0; i < MRC; i++)
+        for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
+    for (int64_t p = 0; p < kc; p++) {
+        const float *ap = a + p * MRC, *bp = b + p * NR;
+#if defined(__GNUC__)
+#pragma GCC unroll 16
+#endif
+        for (int i = 0; i < MRC; i++) {
+            const float ai = ap[i];
+#pragma omp simd
+            for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
+        }
+    }
+    if (mr == MRC && nr == NR) {
+        if (beta == 0.0f) {
+            for (int i = 0; i < MRC; i++)
+                for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+        } else {
+            for (int i = 0; i < MRC; i++)
+                for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j] + beta * c[i * ldc + j];
+        }
+        return;
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = beta == 0.0f ? acc[i][j] : acc[i][j] + beta * c[i * ldc + j];
+}
+
+typedef void (*micro_fn)(int64_t kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int64_t ldc, float beta, int mr, int nr);
+
+#ifdef FT_GEMM_X86_CLONES
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void micro_6x16(int64_t kc, const float *restrict a, const float *restrict b,
+                       float *restrict c, int64_t ldc, float beta, int mr, int nr) {
+    micro_body(6, kc, a, b, c, ldc, beta, mr, nr);
+}
+
+#ifdef FT_GEMM_X86_CLONES
+__attribute__((target("arch=x86-64-v4")))
+static void micro_12x16(int64_t kc, const float *restrict a, const float *restrict b,
+                        float *restrict c, int64_t ldc, float beta, int mr, int nr) {
+    micro_body(12, kc, a, b, c, ldc, beta, mr, nr);
+}
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* packing                                                                   */
+/* ------------------------------------------------------------------------- */
+
+/* op(A)[i0:i0+mc, p0:p0+kc] * alpha into slivers of mr rows: sliver s holds
+ * [kc][mr] with rows past mc zero-filled. */
+static void pack_a(bool ta, const float *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
+                   int64_t kc, float alpha, int mr, float *restrict pa) {
+    for (int64_t s = 0; s < mc; s += mr) {
+        int rows = (int)(mc - s < mr ? mc - s : mr);
+        float *dst = pa + s * kc;
+        if (ta) {
+            /* op(A)(i, p) = a[p*lda + i]: each p reads rows contiguous */
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = a + (p0 + p) * lda + i0 + s;
+                int r = 0;
+                for (; r < rows; r++) dst[p * mr + r] = alpha * src[r];
+                for (; r < mr; r++) dst[p * mr + r] = 0.0f;
+            }
+        } else {
+            for (int r = 0; r < rows; r++) {
+                const float *src = a + (i0 + s + r) * lda + p0;
+                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * src[p];
+            }
+            for (int r = rows; r < mr; r++)
+                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = 0.0f;
+        }
+    }
+}
+
+/* op(B)[p0:p0+kc, j0:j0+nc] into slivers of NR columns: [kc][NR], zero-filled. */
+static void pack_b(bool tb, const float *b, int64_t ldb, int64_t p0, int64_t j0, int64_t kc,
+                   int64_t nc, float *restrict pb) {
+    for (int64_t s = 0; s < nc; s += NR) {
+        int cols = (int)(nc - s < NR ? nc - s : NR);
+        float *dst = pb + s * kc;
+        if (tb) {
+            /* op(B)(p, j) = b[j*ldb + p]: reading NR rows side by side keeps the writes
+             * sequential, ~3x faster than one row at a time */
+            const float *src = b + (j0 + s) * ldb + p0;
+            if (cols == NR) {
+                for (int64_t p = 0; p < kc; p++)
+                    for (int c = 0; c < NR; c++) dst[p * NR + c] = src[c * ldb + p];
+            } else {
+                for (int64_t p = 0; p < kc; p++) {
+                    int c = 0;
+                    for (; c < cols; c++) dst[p * NR + c] = src[c * ldb + p];
+                    for (; c < NR; c++) dst[p * NR + c] = 0.0f;
+                }
+            }
+        } else {
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = b + (p0 + p) * ldb + j0 + s;
+                int c = 0;
+                if (cols == NR) {
+                    for (; c < NR; c++) dst[p * NR + c] = src[c];
+                } else {
+                    for (; c < cols; c++) dst[p * NR + c] = src[c];
+                    for (; c < NR; c++) dst[p * NR + c] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+#ifdef FT_HAVE_GCC
+#pragma GCC pop_options
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* the blocked product                                                       */
+/* ------------------------------------------------------------------------- */
+
+typedef struct gemm_kernel {
+    micro_fn fn;
+    int mr;
+} gemm_kernel;
+
+static gemm_kernel pick_kernel(void) {
+#ifdef FT_GEMM_X86_CLONES
+    /* everything x86-64-v4 implies, by names every gcc with that target knows */
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("fma"))
+        return (gemm_kernel){micro_12x16, 12};
+#endif
+    return (gemm_kernel){micro_6x16, 6};
+}
+
+typedef struct gemm_bufs {
+    float *pa; /* [MC][KC] */
+    float *pb; /* [KC][round_up(min(n, NC), NR)] */
+} gemm_bufs;
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static int bufs_alloc(gemm_bufs *bf, int64_t n, int64_t k) {
+    int64_t kc = k < KC ? k : KC, nc = round_up(n < NC ? n : NC, NR);
+    if (kc < 1) kc = 1;
+    bf->pa = malloc((size_t)(MC * kc) * sizeof(float));
+    bf->pb = malloc((size_t)(kc * nc) * sizeof(float));
+    if (!bf->pa || !bf->pb) {
+        free(bf->pa);
+        free(bf->pb);
+        bf->pa = bf->pb = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void bufs_free(gemm_bufs *bf) {
+    free(bf->pa);
+    free(bf->pb);
+}
+
+/* C = beta * C for the K == 0 product (beta == 0 clears, never reads). */
+static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+/* One thread's share: the whole blocked loop nest on its own buffers. */
+static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float beta, float *c, int64_t ldc, const gemm_bufs *bf) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        scale_c(m, n, beta, c, ldc);
+        return;
+    }
+    for (int64_t jc = 0; jc < n; jc += NC) {
+        int64_t nc = n - jc < NC ? n - jc : NC;
+        for (int64_t pc = 0; pc < k; pc += KC) {
+            int64_t kc = k - pc < KC ? k - pc : KC;
+            float bt = pc == 0 ? beta : 1.0f;
+            pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
+            for (int64_t ic = 0; ic < m; ic += MC) {
+                int64_t mc = m - ic < MC ? m - ic : MC;
+                pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int nr = (int)(nc - jr < NR ? nc - jr : NR);
+                    for (int64_t ir = 0; ir < mc; ir += kr.mr) {
+                        int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
+                        kr.fn(kc, bf->pa + ir * kc, bf->pb + jr * kc,
+                              c + (ic + ir) * ldc + jc + jr, ldc, bt, mr, nr);
+                    }
+                }
+            }
+        }
+    }
+}
+
+int ft_cpu_gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+/*
+ * Splits C into a tm x tn grid of thread blocks. Each thread packs the A rows
+ * and B columns of its block, so the split minimising total packing
+ * (tn * M*K + tm * N*K) wins; blocks stay at least one micro-tile wide.
+ */
+static void choose_grid(int nt, int64_t m, int64_t n, int64_t k, int mr, int *tm, int *tn) {
+    double best = -1;
+    *tm = 1;
+    *tn = 1;
+    for (int d = 1; d <= nt; d++) {
+        if (nt % d) continue;
+        int cn = d, cm = nt / d;
+        if ((n + NR - 1) / NR < cn || (m + mr - 1) / mr < cm) continue;
+        double cost = (double)cn * (double)m * (double)k + (double)cm * (double)n * (double)k;
+        if (best < 0 || cost < best) {
+            best = cost;
+            *tm = cm;
+            *tn = cn;
+        }
+    }
+}
+
+int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return 0;
+    gemm_kernel kr = pick_kernel();
+    int nt = ft_cpu_gemm_threads();
+    /* small products do not pay for waking the team */
+    if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
+    int tm = 1, tn = 1;
+    if (nt > 1) choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
+    if (tm * tn == 1) {
+        gemm_bufs bf;
+        if (bufs_alloc(&bf, n, k)) return -1;
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf);
+        bufs_free(&bf);
+        return 0;
+    }
+    /* block edges on micro-tile boundaries so no tile straddles two threads */
+    int64_t bm = round_up((m + tm - 1) / tm, kr.mr), bn = round_up((n + tn - 1) / tn, NR);
+    int failed = 0;
+#pragma omp parallel num_threads(tm * tn) reduction(| : failed)
+    {
+        int t = omp_get_thread_num();
+        int64_t i0 = (int64_t)(t / tn) * bm, j0 = (int64_t)(t % tn) * bn;
+        int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
+        if (mi > 0 && nj > 0) {
+            gemm_bufs bf;
+            if (bufs_alloc(&bf, nj, k)) {
+                failed = 1;
+            } else {
+                const float *ab = ta ? a + i0 : a + i0 * lda;
+                const float *bb = tb ? b + j0 * ldb : b + j0;
+                gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
+                            c + i0 * ldc + j0, ldc, &bf);
+                bufs_free(&bf);
+            }
+        }
+    }
+    return failed ? -1 : 0;
+}
+
+int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, int64_t stride_a, const float *b,
+                         int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
+                         int64_t stride_c, int64_t batch) {
+    if (batch <= 0 || m <= 0 || n <= 0) return 0;
+    int nt = ft_cpu_gemm_threads();
+    double work = (double)m * (double)n * (double)(k > 0 ? k : 1);
+    /* many small products: one per thread beats splitting each one */
+    bool per_item = nt > 1 && batch >= nt && (batch >= 4 * nt || work < 256.0 * 256.0 * 256.0);
+    if (!per_item) {
+        for (int64_t i = 0; i < batch; i++)
+            if (ft_cpu_sgemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
+                             beta, c + i * stride_c, ldc))
+                return -1;
+        return 0;
+    }
+    gemm_kernel kr = pick_kernel();
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        gemm_bufs bf;
+        int ok = bufs_alloc(&bf, n, k) == 0;
+        if (!ok) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < batch; i++)
+            if (ok)
+                gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
+                            ldb, beta, c + i * stride_c, ldc, &bf);
+        if (ok) bufs_free(&bf);
+    }
+    return failed ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* helpers shared by the GEMM family                                         */
+/* ------------------------------------------------------------------------- */
+
+static float load_f32(ft_dtype dt, const void *base, int64_t off) {
+    switch (dt) {
+    case FT_DTYPE_F16: return ft_f16_to_f32(((const uint16_t *)base)[off]);
+    case FT_DTYPE_BF16: return ft_bf16_to_f32(((const uint16_t *)base)[off]);
+    default: return ((const float *)base)[off];
+    }
+}
+
+int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out) {
+    out->p = NULL;
+    out->owned = false;
+    if (t->dtype == FT_DTYPE_F32 && ok_as_is) {
+        out->p = (float *)t->data;
+        return 0;
+    }
+    int64_t n = ft_numel(t);
+    float *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!buf) return -1;
+    int nd = t->ndim;
+    if (nd == 0) {
+        buf[0] = load_f32(t->dtype, t->data, 0);
+    } else {
+        /* one row of the last dim per iteration, its offset decoded from the row index */
+        int64_t inner = t->ne[nd - 1], is = t->nb[nd - 1];
+        int64_t rows = inner > 0 ? n / inner : 0;
+#pragma omp parallel for if (n > 65536 && !omp_in_parallel())
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t off = 0, rem = r;
+            for (int d = nd - 2; d >= 0; d--) {
+                off += (rem % t->ne[d]) * t->nb[d];
+                rem /= t->ne[d];
+            }
+            float *dst = buf + r * inner;
+            if (t->dtype == FT_DTYPE_F32) {
+                const float *src = (const float *)t->data + off;
+                for (int64_t j = 0; j < inner; j++) dst[j] = src[j * is];
+            } else {
+                for (int64_t j = 0; j < inner; j++) dst[j] = load_f32(t->dtype, t->data, off + j * is);
+            }
+        }
+    }
+    out->p = buf;
+    out->owned = true;
+    return 0;
+}
+
+void ft_cpu_f32_release(ft_cpu_f32 *f) {
+    if (f->owned) free(f->p);
+    f->p = NULL;
+    f->owned = false;
+}
+
+void ft_cpu_f32_store(ft_tensor *dst, const float *src, int64_t n) {
+    if (dst->dtype == FT_DTYPE_F32) {
+        if ((const void *)src != dst->data) memcpy(dst->data, src, (size_t)n * sizeof(float));
+        return;
+    }
+    uint16_t *d = dst->data;
+    bool f16 = dst->dtype == FT_DTYPE_F16;
+#pragma omp parallel for if (n > 65536 && !omp_in_parallel())
+    for (int64_t i = 0; i < n; i++) d[i] = f16 ? ft_f32_to_f16(src[i]) : ft_f32_to_bf16(src[i]);
+}
+
+float ft_cpu_act(int act, float x) {
+    switch (act) {
+    case FT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case FT_ACT_GELU_TANH: {
+        float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanhf(u));
+    }
+    case FT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case FT_ACT_TANH: return tanhf(x);
+    case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    default: return x;
+    }
+}
+
+void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const float *bias,
+                     const float *res, int act) {
+    if (!bias && !res && act == FT_ACT_NONE) return;
+    if (inner == 1) {
+        /* linear: the bias runs along each row */
+#pragma omp parallel for if (outer * ch > 16384 && !omp_in_parallel())
+        for (int64_t o = 0; o < outer; o++) {
+            float *yr = y + o * ch;
+            const float *rr = res ? res + o * ch : NULL;
+            for (int64_t j = 0; j < ch; j++) {
+                float v = yr[j] + (bias ? bias[j] : 0.0f) + (rr ? rr[j] : 0.0f);
+                yr[j] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
+            }
+        }
+        return;
+    }
+    /* convolutions: one bias value per channel row */
+    int64_t rows = outer * ch;
+#pragma omp parallel for if (rows * inner > 16384 && !omp_in_parallel())
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * inner;
+        const float *rr = res ? res + r * inner : NULL;
+        float bv = bias ? bias[r % ch] : 0.0f;
+        for (int64_t i = 0; i < inner; i++) {
+            float v = yr[i] + bv + (rr ? rr[i] : 0.0f);
+            yr[i] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * gemm.h - the CPU GEMM core (kernels/cpu/gemm.c) and the helpers the GEMM
+ * family (linear, matmul, attention, conv1d, conv2d) shares: f32 staging of
+ * f16/bf16 operands, rounding stores, and the bias/residual/activation epilogue.
+ * Internal to kernels/cpu.
+ */
+#ifndef FT_CPU_GEMM_H
+#define FT_CPU_GEMM_H
+
+#include "../../engine/ft_internal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Row-major SGEMM: C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C.
+ * op(A) = A (element (i,k) at a[i*lda + k]) or, when ta, A^T (at a[k*lda + i]);
+ * likewise for B with tb. beta == 0 means C is not read (it may hold garbage).
+ * Multithreaded with OpenMP unless already inside a parallel region.
+ * Returns 0, or -1 when the packing buffers could not be allocated.
+ */
+int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* `batch` independent SGEMMs, item i at a + i*stride_a, b + i*stride_b,
+ * c + i*stride_c (a stride of 0 broadcasts an operand). Parallel over the
+ * batch when it is large enough, otherwise over each product. 0 or -1 (OOM). */
+int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, int64_t stride_a, const float *b,
+                         int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
+                         int64_t stride_c, int64_t batch);
+
+/* Threads the GEMM family may use here (1 inside a parallel region). */
+int ft_cpu_gemm_threads(void);
+
+/*
+ * An f32 view of a float tensor. If t is f32 and `ok_as_is` says its layout
+ * can be used in place, *out points at t's data and nothing is allocated;
+ * otherwise *out is a fresh malloc'd contiguous f32 copy (any strides, any
+ * float dtype) that the caller frees with ft_cpu_f32_release. Returns 0, or
+ * -1 when out of memory.
+ */
+typedef struct ft_cpu_f32 {
+    float *p;
+    bool owned;
+} ft_cpu_f32;
+int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out);
+void ft_cpu_f32_release(ft_cpu_f32 *f);
+
+/* Writes n f32 values into the contiguous float tensor dst, rounding to its dtype
+ * (a no-op when src already is dst's f32 storage). */
+void ft_cpu_f32_store(ft_tensor *dst, const float *src, int64_t n);
+
+/* act(x) for an ft_act epilogue. */
+float ft_cpu_act(int act, float x);
+
+/*
+ * y viewed as [outer, ch, inner]: y = act(y + bias[ch] + res), in place.
+ * bias ([ch]) and res (same layout as y) may be NULL; nothing runs when neither
+ * they nor an activation is present.
+ */
+void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const float *bias,
+                     const float *res, int act);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FT_CPU_GEMM_H */

@@ -1,0 +1,292 @@
+/*
+ * linear.c - CPU kernels of linear, matmul and attention, all on the blocked
+ * SGEMM of gemm.c. f32 operands are used in place whenever their layout is a
+ * GEMM operand; f16/bf16 operands are staged into f32 buffers, computed in f32
+ * and rounded once on store.
+ */
+#include "cpu_kernels.h"
+#include "gemm.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int oom(ft_ctx *ctx, const char *op) {
+    return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for f32 staging buffers", op);
+}
+
+/* The output in f32: dst's own storage when it is f32, else a scratch buffer. */
+static float *out_f32(ft_tensor *dst) {
+    if (dst->dtype == FT_DTYPE_F32) return (float *)dst->data;
+    int64_t n = ft_numel(dst);
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+static void out_done(ft_tensor *dst, float *y) {
+    if ((void *)y == dst->data) return;
+    ft_cpu_f32_store(dst, y, ft_numel(dst));
+    free(y);
+}
+
+/* ------------------------------------------------------------------------- */
+/* linear                                                                    */
+/* ------------------------------------------------------------------------- */
+
+FT_CPU_KERNEL(linear) {
+    const ft_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
+    int act = FT_PARAMS(dst, ft_params_linear)->act;
+    int64_t k = w->ne[1], n = w->ne[0];
+    int64_t rows = 0, rs = 0;
+    bool x_rows = ft_tensor_rows_layout(x, &rows, &rs);
+    if (!x_rows) {
+        rows = k > 0 ? ft_numel(x) / k : 0;
+        rs = k;
+    }
+    if (k == 0) rows = ft_numel(dst) / (n > 0 ? n : 1);
+    if (rows == 1) rs = k; /* a single row's stride is never used, keep it sane */
+
+    ft_cpu_f32 fx = {0}, fw = {0}, fb = {0}, fr = {0};
+    float *y = out_f32(dst); /* [rows, N] */
+    /* an f32 residual is accumulated by the GEMM itself (beta = 1), which also
+     * keeps a residual that shares the output's storage correct */
+    bool res_in_c = res && y == dst->data && res->dtype == FT_DTYPE_F32 && ft_tensor_contiguous(res);
+    int st = FT_OK;
+    if (!y || ft_cpu_f32_get(x, x_rows, &fx) || ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) ||
+        (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
+        (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr))) {
+        st = oom(ctx, "linear");
+        goto done;
+    }
+    if (fx.owned) rs = k; /* the staged copy is contiguous */
+    if (res_in_c && res->data != (void *)y)
+        memmove(y, res->data, (size_t)(rows * n) * sizeof(float));
+    /* y [rows, N] = x [rows, K] * W^T (+ y holding the residual), W [N, K] */
+    if (ft_cpu_sgemm(false, true, rows, n, k, 1.0f, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f, y,
+                     n)) {
+        st = oom(ctx, "linear");
+        goto done;
+    }
+    ft_cpu_epilogue(y, rows, n, 1, fb.p, fr.p, act);
+done:
+    ft_cpu_f32_release(&fx);
+    ft_cpu_f32_release(&fw);
+    ft_cpu_f32_release(&fb);
+    ft_cpu_f32_release(&fr);
+    if (y && st == FT_OK) out_done(dst, y);
+    else if (y && (void *)y != dst->data) free(y);
+    return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* matmul                                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* One GEMM operand as f32: in place when possible, otherwise a contiguous copy. */
+typedef struct operand {
+    ft_cpu_f32 f;
+    int64_t batch, bstride, ld;
+    bool trans;
+} operand;
+
+static int operand_get(const ft_tensor *t, operand *o) {
+    int n = t->ndim;
+    bool ok = ft_gemm_operand(t, &o->batch, &o->bstride, &o->trans, &o->ld);
+    if (ft_cpu_f32_get(t, ok, &o->f)) return -1;
+    if (o->f.owned) {
+        int64_t r = t->ne[n - 2], c = t->ne[n - 1];
+        o->batch = r * c > 0 ? ft_numel(t) / (r * c) : 1;
+        o->bstride = o->batch > 1 ? r * c : 0;
+        o->trans = false;
+        o->ld = c > 0 ? c : 1;
+    }
+    return 0;
+}
+
+FT_CPU_KERNEL(matmul) {
+    const ft_tensor *a = dst->src[0], *b = dst->src[1];
+    float alpha = FT_PARAMS(dst, ft_params_matmul)->alpha;
+    int nd = dst->ndim;
+    int64_t m = dst->ne[nd - 2], n = dst->ne[nd - 1], k = a->ne[nd - 1];
+    int64_t batch = 1;
+    for (int i = 0; i < nd - 2; i++) batch *= dst->ne[i];
+
+    operand oa = {0}, ob = {0};
+    float *y = out_f32(dst); /* [batch, M, N] */
+    int st = FT_OK;
+    if (!y || operand_get(a, &oa) || operand_get(b, &ob)) {
+        st = oom(ctx, "matmul");
+        goto done;
+    }
+    /* an operand with a single matrix broadcasts over the batch */
+    if (oa.batch == 1) oa.bstride = 0;
+    if (ob.batch == 1) ob.bstride = 0;
+    if (ft_cpu_sgemm_batched(oa.trans, ob.trans, m, n, k, alpha, oa.f.p, oa.ld, oa.bstride, ob.f.p,
+                             ob.ld, ob.bstride, 0.0f, y, n, m * n, batch))
+        st = oom(ctx, "matmul");
+done:
+    ft_cpu_f32_release(&oa.f);
+    ft_cpu_f32_release(&ob.f);
+    if (y && st == FT_OK) out_done(dst, y);
+    else if (y && (void *)y != dst->data) free(y);
+    return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* attention                                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* Rows of the score matrix handled at once, so the scratch stays ~4 MiB. */
+static int64_t score_rows(int64_t sq, int64_t sk) {
+    int64_t r = (int64_t)1 << 20;
+    r = sk > 0 ? r / sk : sq;
+    if (r < 1) r = 1;
+    return r < sq ? r : sq;
+}
+
+typedef struct attn_args {
+    const float *q, *k, *v;  /* f32 bases */
+    int64_t qs[3], ks[3], vs[3]; /* element strides of B, H, S */
+    const float *mask;
+    int64_t ms[4];           /* mask strides over [B, H, Sq, Sk], 0 = broadcast */
+    float *out;              /* [B, H, Sq, Dv] */
+    int64_t h, sq, sk, d, dv;
+    float scale;
+} attn_args;
+
+/* max-subtracted softmax of one score row, mask added first */
+static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < sk; j++) {
+        if (m) s[j] += m[j * mstride];
+        if (s[j] > mx) mx = s[j];
+    }
+    if (mx == -INFINITY) {
+        /* a fully masked row attends to nothing */
+        for (int64_t j = 0; j < sk; j++) s[j] = 0.0f;
+        return;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < sk; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < sk; j++) s[j] *= inv;
+}
+
+/* rows [i0, i0+ni) of head (b, hh); s is scratch [ni, Sk]. 0 or -1 (OOM). */
+static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int64_t ni, float *s) {
+    const float *q = A->q + b * A->qs[0] + hh * A->qs[1] + i0 * A->qs[2];
+    const float *k = A->k + b * A->ks[0] + hh * A->ks[1];
+    const float *v = A->v + b * A->vs[0] + hh * A->vs[1];
+    float *o = A->out + ((b * A->h + hh) * A->sq + i0) * A->dv;
+    /* s [ni, Sk] = scale * q [ni, D] k^T, k rows [Sk, D] */
+    if (ft_cpu_sgemm(false, true, ni, A->sk, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f, s,
+                     A->sk))
+        return -1;
+    for (int64_t i = 0; i < ni; i++) {
+        const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (i0 + i) * A->ms[2]
+                                 : NULL;
+        softmax_row(s + i * A->sk, A->sk, m, A->ms[3]);
+    }
+    /* o [ni, Dv] = s [ni, Sk] v [Sk, Dv] */
+    return ft_cpu_sgemm(false, false, ni, A->dv, A->sk, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o,
+                        A->dv);
+}
+
+FT_CPU_KERNEL(attention) {
+    const ft_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    attn_args A;
+    memset(&A, 0, sizeof A);
+    int64_t nb_ = q->ne[0];
+    A.h = q->ne[1];
+    A.sq = q->ne[2];
+    A.sk = k->ne[2];
+    A.d = q->ne[3];
+    A.dv = v->ne[3];
+    A.scale = FT_PARAMS(dst, ft_params_attention)->scale;
+
+    /* f32 q/k/v with a unit inner stride are read in place through their strides */
+    ft_cpu_f32 fq = {0}, fk = {0}, fv = {0};
+    const ft_tensor *qkv[3] = {q, k, v};
+    ft_cpu_f32 *f[3] = {&fq, &fk, &fv};
+    int64_t *strides[3] = {A.qs, A.ks, A.vs};
+    float *y = out_f32(dst);
+    float *scratch = NULL;
+    int st = FT_OK;
+    if (!y) {
+        st = oom(ctx, "attention");
+        goto done;
+    }
+    for (int i = 0; i < 3; i++) {
+        const ft_tensor *t = qkv[i];
+        bool unit = t->nb[3] == 1 || t->ne[3] == 1;
+        if (ft_cpu_f32_get(t, unit, f[i])) {
+            st = oom(ctx, "attention");
+            goto done;
+        }
+        if (f[i]->owned) {
+            /* a staged copy is contiguous [B, H, S, D] */
+            strides[i][2] = t->ne[3];
+            strides[i][1] = t->ne[2] * t->ne[3];
+            strides[i][0] = t->ne[1] * t->ne[2] * t->ne[3];
+        } else {
+            for (int d = 0; d < 3; d++) strides[i][d] = t->nb[d];
+        }
+    }
+    A.q = fq.p;
+    A.k = fk.p;
+    A.v = fv.p;
+    A.out = y;
+    if (mask) {
+        A.mask = (const float *)mask->data;
+        for (int d = 0; d < 4; d++) {
+            int md = d - (4 - mask->ndim);
+            A.ms[d] = md >= 0 && mask->ne[md] != 1 ? mask->nb[md] : 0;
+        }
+    }
+
+    int64_t rb = score_rows(A.sq, A.sk);
+    int64_t nblk = A.sq > 0 ? (A.sq + rb - 1) / rb : 0;
+    int64_t tasks = nb_ * A.h * nblk;
+    int nt = ft_cpu_gemm_threads();
+    if (tasks <= 0) goto done;
+    if (nt > 1 && tasks >= nt) {
+        /* one head block per thread, each GEMM single-threaded */
+        int failed = 0;
+#pragma omp parallel reduction(| : failed)
+        {
+            float *s = malloc((size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
+            if (!s) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < tasks; t++) {
+                if (!s) continue;
+                int64_t blk = t % nblk, bh = t / nblk;
+                int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
+                if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, s)) failed = 1;
+            }
+            free(s);
+        }
+        if (failed) st = oom(ctx, "attention");
+    } else {
+        scratch = malloc((size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
+        if (!scratch) {
+            st = oom(ctx, "attention");
+            goto done;
+        }
+        for (int64_t t = 0; t < tasks && st == FT_OK; t++) {
+            int64_t blk = t % nblk, bh = t / nblk;
+            int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
+            if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, scratch)) st = oom(ctx, "attention");
+        }
+    }
+done:
+    free(scratch);
+    ft_cpu_f32_release(&fq);
+    ft_cpu_f32_release(&fk);
+    ft_cpu_f32_release(&fv);
+    if (y && st == FT_OK) out_done(dst, y);
+    else if (y && (void *)y != dst->data) free(y);
+    return st;
+}

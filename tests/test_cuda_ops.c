@@ -1,0 +1,461 @@
+/*
+ * test_cuda_ops.c - every op of the op table on CUDA against the CPU reference
+ * (the way ggml's test-backend-ops compares backends).
+ *
+ * Each case builds its inputs from the same host data on a CPU and a CUDA
+ * context, runs the same op calls on both (views included, so non-contiguous
+ * inputs reach the kernels), and compares the outputs in f32: NaN/Inf where
+ * the reference is finite fails, then normalized mean squared error and the
+ * largest error relative to the largest reference value, with limits per
+ * dtype. Before the CUDA run a sentinel-filled block is parked in the caching
+ * allocator where the output will most likely land; when it does, the slack
+ * past the output must still hold the sentinel (out-of-bounds writes).
+ *
+ * A kernel missing on either side (FT_ERR_UNSUPPORTED) is reported and
+ * skipped, not failed. Without a CUDA device every test SKIPs.
+ * Cases live in tests/cuda_ops_cases.h.
+ */
+#include "ft_test.h"
+#include "ftengine.h"
+#include "ft_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef FT_WITH_CUDA
+#include "cuda_backend_internal.h"
+#endif
+
+static int have_gpu;
+static ft_ctx *cpu, *gpu;
+
+/* ------------------------------------------------------------------------- */
+/* case description                                                           */
+/* ------------------------------------------------------------------------- */
+
+enum { K_UNIF, K_WIDE, K_POS, K_IDS, K_MASK };
+#define CASE_DT (-1) /* an input in the case's dtype */
+
+typedef struct in_spec {
+    int dt; /* ft_dtype or CASE_DT */
+    int nd;
+    int64_t ne[FT_MAX_DIMS];
+    int kind;    /* how values are drawn */
+    int64_t lim; /* K_IDS: ids in [0, lim) */
+} in_spec;
+
+typedef ft_tensor *(*build_fn)(ft_ctx *ctx, ft_tensor **in, int variant);
+
+typedef struct op_case {
+    const char *name;
+    build_fn build;
+    int variant;
+    int n_in;
+    in_spec in[6];
+    int float_only; /* 1: run for f32 only (e.g. dtype-changing casts) */
+} op_case;
+
+#include "cuda_ops_cases.h"
+
+/* ------------------------------------------------------------------------- */
+/* host data                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+static double rng_unit(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int64_t spec_numel(const in_spec *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->nd; i++) n *= s->ne[i];
+    return n;
+}
+
+/* Fills host data for one input; floats come out in f32 and are converted. */
+static void *make_host(const in_spec *s, ft_dtype dt, uint64_t seed) {
+    int64_t n = spec_numel(s);
+    rng_state = seed * 0x9E3779B97F4A7C15ull + 17;
+    void *out = malloc((size_t)(n ? n : 1) * 8);
+    if (!out) return NULL;
+    if (dt == FT_DTYPE_I64 || dt == FT_DTYPE_I32) {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = (int64_t)(rng_unit() * (double)s->lim);
+            if (v >= s->lim) v = s->lim - 1;
+            if (dt == FT_DTYPE_I64) ((int64_t *)out)[i] = v;
+            else ((int32_t *)out)[i] = (int32_t)v;
+        }
+        return out;
+    }
+    float *f = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!f) {
+        free(out);
+        return NULL;
+    }
+    int64_t last = s->nd ? s->ne[s->nd - 1] : 1;
+    for (int64_t i = 0; i < n; i++) {
+        double u = rng_unit();
+        switch (s->kind) {
+        case K_WIDE: f[i] = (float)(8.0 * u - 4.0); break;
+        case K_POS: f[i] = (float)(0.5 + u); break;
+        case K_MASK: {
+            /* key 0 always visible; otherwise HF-style padding values */
+            int64_t j = last ? i % last : 0;
+            f[i] = (j == 0 || u < 0.6) ? 0.0f : (u < 0.8 ? -10000.0f : -3.4028234663852886e38f);
+            break;
+        }
+        default: f[i] = (float)(2.0 * u - 1.0); break;
+        }
+    }
+    ft_convert_host(dt, out, FT_DTYPE_F32, f, n);
+    free(f);
+    return out;
+}
+
+/* ------------------------------------------------------------------------- */
+/* running one case on one context                                            */
+/* ------------------------------------------------------------------------- */
+
+typedef struct run_out {
+    ft_status st;
+    char msg[512];
+    float *y;
+    int64_t n;
+    int nd;
+    int64_t ne[FT_MAX_DIMS];
+    int guard_checked, guard_bad;
+} run_out;
+
+#define SENTINEL 0xA5
+
+static void run_on(ft_ctx *ctx, const op_case *c, ft_dtype dt, void **host, size_t out_bytes_hint,
+                   ft_dtype out_dt_hint, run_out *r) {
+    memset(r, 0, sizeof *r);
+    int64_t mark = ft_arena_mark(ctx);
+    ft_tensor *in[6] = {0};
+    for (int i = 0; i < c->n_in; i++) {
+        ft_dtype idt = c->in[i].dt == CASE_DT ? dt : (ft_dtype)c->in[i].dt;
+        in[i] = ft_tensor_from_host(ctx, idt, c->in[i].nd, c->in[i].ne, host[i]);
+    }
+    /* park a sentinel block where the output will probably be allocated */
+    ft_block *park = NULL;
+    unsigned char *gbuf = NULL;
+    if (ctx->status == FT_OK && out_bytes_hint > 0) {
+        park = ft_allocator_alloc(&ctx->alloc, ctx, out_bytes_hint);
+        if (park) {
+            gbuf = (unsigned char *)malloc(park->size);
+            if (gbuf) {
+                memset(gbuf, SENTINEL, park->size);
+                ft_copy_to_device(ctx, park->ptr, gbuf, park->size);
+            }
+            ft_block_unref(park);
+        }
+    }
+    ft_tensor *y = ctx->status == FT_OK ? c->build(ctx, in, c->variant) : NULL;
+    if (!y || ctx->status != FT_OK) {
+        r->st = ctx->status != FT_OK ? ctx->status : FT_ERR_INTERNAL;
+        snprintf(r->msg, sizeof r->msg, "%s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
+    r->n = ft_numel(y);
+    r->nd = y->ndim;
+    memcpy(r->ne, y->ne, sizeof r->ne);
+    r->y = (float *)malloc((size_t)(r->n ? r->n : 1) * sizeof(float));
+    r->st = r->y ? ft_tensor_to_host(ctx, y, FT_DTYPE_F32, r->y, (size_t)r->n * sizeof(float))
+                 : FT_ERR_OOM;
+    if (r->st) {
+        snprintf(r->msg, sizeof r->msg, "%s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
+    (void)out_dt_hint;
+    if (gbuf && park && y->block == park && y->data == park->ptr) {
+        size_t used = ft_nbytes(y);
+        if (used < park->size && ft_copy_to_host(ctx, gbuf, park->ptr, park->size) == FT_OK) {
+            r->guard_checked = 1;
+            for (size_t i = used; i < park->size; i++)
+                if (gbuf[i] != SENTINEL) {
+                    r->guard_bad = 1;
+                    break;
+                }
+        }
+    }
+done:
+    free(gbuf);
+    ft_ctx_clear_error(ctx);
+    ft_arena_release_to(ctx, mark);
+}
+
+/* Limits per dtype: normalized MSE and max error over max |ref|. */
+static void tolerances(ft_dtype dt, double *nmse, double *maxrel) {
+    switch (dt) {
+    case FT_DTYPE_F16: *nmse = 1e-5; *maxrel = 4e-3; break;
+    case FT_DTYPE_BF16: *nmse = 1e-4; *maxrel = 3e-2; break;
+    default: *nmse = 1e-8; *maxrel = 2e-5; break;
+    }
+}
+
+static int n_unsupported;
+
+/* Runs one case in one dtype; returns 0 ok, 1 skipped, -1 failed. */
+static int run_case(const op_case *c, ft_dtype dt) {
+    void *host[6] = {0};
+    int result = 0;
+    for (int i = 0; i < c->n_in; i++) {
+        ft_dtype idt = c->in[i].dt == CASE_DT ? dt : (ft_dtype)c->in[i].dt;
+        host[i] = make_host(&c->in[i], idt, (uint64_t)(i + 1) * 7919u + (uint64_t)c->variant);
+        if (!host[i]) {
+            CHECK(0, "%s: out of host memory", c->name);
+            result = -1;
+            goto out;
+        }
+    }
+    run_out a, b;
+    run_on(cpu, c, dt, host, 0, dt, &a);
+    if (a.st == FT_ERR_UNSUPPORTED) {
+        printf("  skip %s [%s]: CPU: %s\n", c->name, ft_dtype_name(dt), a.msg);
+        free(a.y);
+        result = 1;
+        goto out;
+    }
+    size_t hint = a.st == FT_OK ? (size_t)a.n * ft_dtype_size(dt) : 0;
+    run_on(gpu, c, dt, host, hint, dt, &b);
+    if (b.st == FT_ERR_UNSUPPORTED) {
+        printf("  skip %s [%s]: CUDA: %s\n", c->name, ft_dtype_name(dt), b.msg);
+        result = 1;
+    } else if (a.st != FT_OK || b.st != FT_OK) {
+        CHECK(a.st == b.st, "%s [%s]: CPU %s (%s) vs CUDA %s (%s)", c->name, ft_dtype_name(dt),
+              ft_status_str(a.st), a.msg, ft_status_str(b.st), b.msg);
+        if (a.st != b.st) result = -1;
+        else if (a.st != FT_OK) printf("  note %s [%s]: both fail: %s\n", c->name, ft_dtype_name(dt), a.msg);
+    } else {
+        int same = a.n == b.n && a.nd == b.nd && !memcmp(a.ne, b.ne, sizeof a.ne);
+        CHECK(same, "%s [%s]: shapes differ", c->name, ft_dtype_name(dt));
+        if (!same) result = -1;
+        double se = 0, sr = 0, maxerr = 0, maxref = 0;
+        int64_t bad_nan = -1;
+        for (int64_t i = 0; same && i < a.n; i++) {
+            double ref = a.y[i], got = b.y[i];
+            if (isfinite(ref) && !isfinite(got)) {
+                if (bad_nan < 0) bad_nan = i;
+                continue;
+            }
+            if (!isfinite(ref)) continue;
+            double e = fabs(got - ref);
+            se += e * e;
+            sr += ref * ref;
+            if (e > maxerr) maxerr = e;
+            if (fabs(ref) > maxref) maxref = fabs(ref);
+        }
+        double tn, tm;
+        tolerances(dt, &tn, &tm);
+        double nmse = sr > 0 ? se / sr : se;
+        double mrel = maxerr / (maxref > 0 ? maxref : 1.0);
+        if (same) {
+            CHECK(bad_nan < 0, "%s [%s]: non-finite CUDA value at %lld (ref %g, got %g)", c->name,
+                  ft_dtype_name(dt), (long long)bad_nan, bad_nan >= 0 ? a.y[bad_nan] : 0.0,
+                  bad_nan >= 0 ? b.y[bad_nan] : 0.0);
+            CHECK(nmse <= tn && mrel <= tm, "%s [%s]: nmse %.3g (limit %.1g), max err %.3g of max %.3g (limit %.1g)",
+                  c->name, ft_dtype_name(dt), nmse, tn, maxerr, maxref, tm);
+            CHECK(!b.guard_bad, "%s [%s]: CUDA kernel wrote past the end of its output", c->name,
+                  ft_dtype_name(dt));
+            if (bad_nan >= 0 || nmse > tn || mrel > tm || b.guard_bad) result = -1;
+        }
+    }
+    free(a.y);
+    free(b.y);
+out:
+    for (int i = 0; i < c->n_in; i++) free(host[i]);
+    return result;
+}
+
+/* FT_TEST_SMALL=1 (set by tests/gpu_check.sh under compute-sanitizer, where
+ * kernels run orders of magnitude slower) leaves out the BERT-size cases. */
+static int case_is_big(const op_case *c) {
+    for (int i = 0; i < c->n_in; i++)
+        if (spec_numel(&c->in[i]) > 250000) return 1;
+    return 0;
+}
+
+/* Runs every case of one op in f32, f16 and bf16. */
+static void run_cases(const op_case *cases, int n) {
+    if (!have_gpu) {
+        SKIP("no CUDA device");
+        return;
+    }
+    static const ft_dtype dts[] = {FT_DTYPE_F32, FT_DTYPE_F16, FT_DTYPE_BF16};
+    const char *small = getenv("FT_TEST_SMALL");
+    int only_small = small && *small && strcmp(small, "0") != 0;
+    int ran = 0, skipped = 0;
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) {
+            if (only_small && case_is_big(&cases[i])) continue;
+            if (cases[i].float_only && d > 0) continue;
+            int r = run_case(&cases[i], dts[d]);
+            if (r == 1) skipped++;
+            else ran++;
+        }
+    if (ran == 0 && skipped > 0) {
+        n_unsupported++;
+        SKIP("no case could run on both backends (kernel missing, see above)");
+    }
+}
+
+#define OP_TEST(name, arr)                                                                  \
+    static void test_op_##name(void) { run_cases(arr, (int)(sizeof arr / sizeof arr[0])); }
+OP_TESTS(OP_TEST)
+
+/* ------------------------------------------------------------------------- */
+/* backend behaviour                                                          */
+/* ------------------------------------------------------------------------- */
+
+static void test_backend_basics(void) {
+    ft_build_info bi = ft_build_info_get();
+    if (!bi.cuda) {
+        CHECK(ft_cuda_device_count() == 0, "CPU-only build must report no device");
+        SKIP("CPU-only build");
+        return;
+    }
+    CHECK(bi.cuda_version > 0, "CUDA version %d", bi.cuda_version);
+    if (!have_gpu) {
+        /* creating a CUDA context must fail cleanly, with a message */
+        char err[256] = "";
+        ft_ctx_options o = ft_ctx_options_default();
+        o.device = FT_DEVICE_CUDA;
+        o.errbuf = err;
+        o.errbuf_size = sizeof err;
+        ft_ctx *c = NULL;
+        ft_status st = ft_ctx_create_ex(&o, &c);
+        CHECK(st != FT_OK && c == NULL && err[0], "CUDA context without a device: %s '%s'",
+              ft_status_str(st), err);
+        SKIP("no CUDA device (checked that context creation fails cleanly)");
+        return;
+    }
+    /* an out-of-range device index is an error naming the count */
+    char err[256] = "";
+    ft_ctx_options o = ft_ctx_options_default();
+    o.device = FT_DEVICE_CUDA;
+    o.device_index = 999;
+    o.errbuf = err;
+    o.errbuf_size = sizeof err;
+    ft_ctx *c = NULL;
+    ft_status st = ft_ctx_create_ex(&o, &c);
+    CHECK(st == FT_ERR_INVALID_ARG && !c && strstr(err, "out of range"), "device 999: %s '%s'",
+          ft_status_str(st), err);
+
+    /* round trip through pinned staging, odd size, twice (staging reuse) */
+    int64_t n = 3 * 1000 * 1000 + 7;
+    float *h = (float *)malloc((size_t)n * sizeof(float)), *back = (float *)malloc((size_t)n * sizeof(float));
+    if (!h || !back) {
+        free(h);
+        free(back);
+        CHECK(0, "out of host memory");
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) h[i] = (float)(i % 1013) * 0.25f;
+    for (int rep = 0; rep < 2; rep++) {
+        ft_tensor *t = ft_tensor_from_host(gpu, FT_DTYPE_F32, 1, &n, h);
+        CHECK(t != NULL, "from_host: %s", ft_ctx_errmsg(gpu));
+        if (!t) break;
+        memset(back, 0, (size_t)n * sizeof(float));
+        CHECK_OK(gpu, ft_tensor_to_host(gpu, t, FT_DTYPE_F32, back, (size_t)n * sizeof(float)));
+        CHECK(!memcmp(h, back, (size_t)n * sizeof(float)), "round trip differs");
+        ft_tensor_release(gpu, t);
+    }
+    /* the caching allocator serves the second identical request from cache */
+    ft_mem_stats s0 = ft_ctx_mem_stats(gpu);
+    int64_t sh = 12345;
+    ft_tensor *t1 = ft_tensor_empty(gpu, FT_DTYPE_F32, 1, &sh);
+    ft_tensor_release(gpu, t1);
+    ft_tensor *t2 = ft_tensor_empty(gpu, FT_DTYPE_F32, 1, &sh);
+    ft_tensor_release(gpu, t2);
+    ft_mem_stats s1 = ft_ctx_mem_stats(gpu);
+    CHECK(s1.n_sys_alloc - s0.n_sys_alloc <= 1, "cache miss on a repeated size (%llu cudaMalloc)",
+          (unsigned long long)(s1.n_sys_alloc - s0.n_sys_alloc));
+    CHECK_OK(gpu, ft_ctx_sync(gpu));
+    free(h);
+    free(back);
+    ft_ctx_reset(gpu);
+    ft_ctx_clear_error(gpu);
+}
+
+#ifdef FT_WITH_CUDA
+static void test_gemm_plan_cache(void) {
+    if (!have_gpu) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_cuda_state *s = ft_cuda_state_of(gpu);
+    int64_t xs[2] = {17, 33}, ws[2] = {9, 33};
+    float x[17 * 33], w[9 * 33];
+    for (int i = 0; i < 17 * 33; i++) x[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < 9 * 33; i++) w[i] = (float)(i % 5) * 0.5f;
+    int64_t mark = ft_arena_mark(gpu);
+    ft_tensor *tx = ft_tensor_from_host(gpu, FT_DTYPE_F32, 2, xs, x);
+    ft_tensor *tw = ft_tensor_from_host(gpu, FT_DTYPE_F32, 2, ws, w);
+    ft_tensor *y1 = ft_linear(gpu, tx, tw, NULL);
+    uint64_t miss = s->gemm_cache_misses, hits = s->gemm_cache_hits;
+    ft_tensor *y2 = ft_linear(gpu, tx, tw, NULL);
+    CHECK(y1 && y2, "linear: %s", ft_ctx_errmsg(gpu));
+    CHECK(s->gemm_cache_misses == miss && s->gemm_cache_hits == hits + 1,
+          "repeated GEMM was not a plan-cache hit (misses %llu -> %llu)", (unsigned long long)miss,
+          (unsigned long long)s->gemm_cache_misses);
+    /* exact check of one value: small integers are exact in f32 */
+    float y[17 * 9];
+    if (y2 && ft_tensor_to_host(gpu, y2, FT_DTYPE_F32, y, sizeof y) == FT_OK) {
+        float ref = 0;
+        for (int k = 0; k < 33; k++) ref += x[5 * 33 + k] * w[4 * 33 + k];
+        CHECK(y[5 * 9 + 4] == ref, "y[5,4] = %g, expected %g", y[5 * 9 + 4], ref);
+    }
+    ft_ctx_clear_error(gpu);
+    ft_arena_release_to(gpu, mark);
+}
+
+static void test_alloc_refused_in_capture(void) {
+    if (!have_gpu) {
+        SKIP("no CUDA device");
+        return;
+    }
+    cudaStream_t st = ft_cuda_state_of(gpu)->stream;
+    cudaGraph_t g = NULL;
+    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
+    int64_t n = 777777; /* a size class nothing else uses: cannot be served from cache */
+    ft_tensor *t = ft_tensor_empty(gpu, FT_DTYPE_F32, 1, &n);
+    ft_status got = ft_ctx_status(gpu);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ft_ctx_errmsg(gpu));
+    cudaError_t e = cudaStreamEndCapture(st, &g);
+    if (g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    CHECK(e == cudaSuccess, "end capture: %s", cudaGetErrorString(e));
+    CHECK(t == NULL && got == FT_ERR_CAPTURE && strstr(msg, "allocation during CUDA graph capture"),
+          "allocation while capturing: %s '%s'", ft_status_str(got), msg);
+    ft_ctx_clear_error(gpu);
+    ft_ctx_reset(gpu);
+}
+#endif
+
+int main(void) {
+    (void)ft_test_golden_dir; /* part of the harness, unused here */
+    have_gpu = ft_cuda_device_count() > 0;
+    if (!have_gpu) printf("CUDA tests skipped (no device)\n");
+    if (have_gpu) {
+        if (ft_ctx_create(FT_DEVICE_CPU, &cpu) != FT_OK || ft_ctx_create(FT_DEVICE_CUDA, &gpu) != FT_OK) {
+            printf("FAIL cannot create the CPU and CUDA contexts\n");
+            ft_ctx_free(cpu);
+            printf("RESULT: 0 passed, 1 failed, 0 skipped\n");
+            return 1;
+        }
+    }
+    RUN(test_backend_basics);
+#ifdef FT_WITH_CUDA
+    RUN(test_gemm_plan_cache);
+    RUN(test_alloc_refused_in_capture);
+#endif
+#define OP_RUN(name, arr) RUN(test_op_##name);
+    OP_TESTS(OP_RUN)
+    if (n_unsupported) printf("%d op(s) have no kernel on one backend yet\n", n_unsupported);
+    ft_ctx_free(gpu);
+    ft_ctx_free(cpu);
+    return ft_test_finish();
+}

@@ -1,0 +1,232 @@
+/*
+ * test_graph_golden.c - every golden case in graph and static mode: on the CPU
+ * in fp32 at the default tolerance, and on CUDA (skipped without a GPU) with
+ * graph and static outputs compared bitwise. Also: BERT's kernels per encoder
+ * layer after fusion (at most 8), counted on a 12-layer random-init BERT, and
+ * the one-time cost of tracing, passes and planning.
+ */
+#include "ft_test.h"
+#include "ft_golden.h"
+
+#include "../graph/graph.h"
+#include "../graph/graph_api.h"
+
+static const char *const req_bert[] = {"last_hidden_state", "pooler_output", NULL};
+static const char *const req_hidden[] = {"last_hidden_state", NULL};
+
+static const struct {
+    const char *name, *model_type;
+    const char *const *required;
+} cases[] = {
+    {"bert", "bert", req_bert},           {"funnel", "funnel", req_hidden},
+    {"mobilebert", "mobilebert", req_bert}, {"resnet", "resnet", req_bert},
+    {"wavlm", "wavlm", req_hidden},
+};
+
+static void run_cases(ft_device dev, ft_mode mode) {
+    int ran = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!ft_arch_find(cases[i].model_type)) {
+            printf("  (%s: architecture not built yet)\n", cases[i].name);
+            continue;
+        }
+        golden_run_check(cases[i].name, dev, mode, FT_DTYPE_F32, cases[i].required, GOLDEN_FP32);
+        ran++;
+    }
+    if (!ran) SKIP("no golden architecture is built yet");
+}
+
+static void test_golden_graph_cpu(void) { run_cases(FT_DEVICE_CPU, FT_MODE_GRAPH); }
+static void test_golden_static_cpu(void) { run_cases(FT_DEVICE_CPU, FT_MODE_STATIC); }
+
+static void test_golden_graph_cuda(void) {
+    if (ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return;
+    }
+    run_cases(FT_DEVICE_CUDA, FT_MODE_GRAPH);
+    run_cases(FT_DEVICE_CUDA, FT_MODE_STATIC);
+}
+
+/* Graph and static mode on CUDA run the same kernels on the same plan: the
+ * outputs must agree to the bit, for a first input and for new values replayed. */
+static void test_cuda_graph_static_bitwise(void) {
+    if (ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CUDA, &ctx));
+    golden_case gc;
+    if (!ctx || golden_open(ctx, "bert", &gc) != 0) {
+        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
+        ft_ctx_free(ctx);
+        return;
+    }
+    ft_model *m[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        ft_model_options o = ft_model_options_default();
+        o.mode = (ft_mode)k;
+        CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m[k]));
+    }
+    int64_t n = 2 * 16 * 64;
+    float *out[3];
+    for (int k = 0; k < 3; k++) out[k] = (float *)malloc((size_t)n * sizeof(float));
+    /* round 0: the golden inputs; round 1: other ids, same shape (a replay) */
+    int64_t ids[2 * 16];
+    for (int round = 0; round < 2 && m[0] && m[1] && m[2]; round++) {
+        ft_host_tensor in[8];
+        for (int i = 0; i < gc.n_in; i++) in[i] = gc.in[i];
+        if (round == 1) {
+            for (int i = 0; i < 32; i++) ids[i] = (i * 37 + 11) % 90;
+            for (int i = 0; i < gc.n_in; i++)
+                if (!strcmp(in[i].name, "input_ids")) in[i].data = ids;
+        }
+        for (int k = 0; k < 3; k++) {
+            CHECK_OK(ctx, ft_model_forward(m[k], in, gc.n_in));
+            ft_tensor *t = ft_model_output_find(m[k], "last_hidden_state");
+            CHECK(t != NULL, "no output");
+            if (t) CHECK_OK(ctx, ft_tensor_to_host(ctx, t, FT_DTYPE_F32, out[k], (size_t)n * 4));
+        }
+        CHECK(memcmp(out[1], out[2], (size_t)n * 4) == 0, "round %d: graph and static differ", round);
+        double d = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double e = out[0][i] - out[1][i];
+            d = e * e > d ? e * e : d;
+        }
+        CHECK(d <= 1e-8, "round %d: graph vs eager max sq diff %g", round, d);
+    }
+    for (int k = 0; k < 3; k++) {
+        free(out[k]);
+        ft_model_free(m[k]);
+    }
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
+/* Kernel counts of a random-init BERT with `layers` layers at small width, traced
+ * and optimised without running; -1 on error. */
+static int bert_kernels(ft_ctx *ctx, int layers, int64_t B, int *traced, int *qkv, int *attn) {
+    char cfg_json[512];
+    snprintf(cfg_json, sizeof cfg_json,
+             "{\"model_type\": \"bert\", \"hidden_size\": 64, \"num_hidden_layers\": %d,"
+             " \"num_attention_heads\": 4, \"intermediate_size\": 128,"
+             " \"vocab_size\": 100, \"max_position_embeddings\": 64}", layers);
+    ft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    ft_model *m = (ft_model *)calloc(1, sizeof *m);
+    m->ctx = ctx;
+    m->arch = ft_arch_find("bert");
+    m->opt = ft_model_options_default();
+    m->opt.mode = FT_MODE_GRAPH;
+    m->dtype = FT_DTYPE_F32;
+    m->rng = 1;
+    m->init_std = 0.02f;
+    int fused = -1;
+    if (ft_config_from_string(ctx, cfg_json, "test", &cfg) == FT_OK && m->arch->load(m, &cfg) == FT_OK) {
+        int64_t S = 9, ids[2 * 9], mask[2 * 9];
+        for (int i = 0; i < 18; i++) {
+            ids[i] = (i * 7) % 100;
+            mask[i] = i % 9 < 7 ? 1 : 0;
+        }
+        ft_host_tensor in[2] = {{"input_ids", FT_DTYPE_I64, 2, {B, S}, ids},
+                                {"attention_mask", FT_DTYPE_I64, 2, {B, S}, mask}};
+        for (int k = 0; k < 2; k++) {
+            snprintf(m->in[k].name, sizeof m->in[k].name, "%s", in[k].name);
+            m->in[k].host = &in[k];
+        }
+        m->n_in = 2;
+        ft_graph *g = NULL;
+        if (ft_graph_trace_model(m, &g) == FT_OK) {
+            *traced = ft_graph_kernel_count(g);
+            if (ft_graph_optimize(g) == FT_OK) fused = ft_graph_kernel_count(g);
+            *qkv = g->passes.qkv;
+            *attn = g->passes.attention;
+        }
+        ft_graph_destroy(g);
+        m->n_in = 0;
+    }
+    ft_config_free(&cfg);
+    ft_model_free(m);
+    return fused;
+}
+
+/* At most 8 kernels per BERT encoder layer in graph mode (and static: same plan),
+ * measured as the difference between a 12-layer and a 1-layer model (a 0-layer
+ * model would drop the unused mask ops). */
+static int fusion_disabled(void) {
+    const char *v = getenv("FT_DISABLE_FUSION");
+    if (v && *v && strcmp(v, "0")) {
+        SKIP("FT_DISABLE_FUSION is set");
+        return 1;
+    }
+    return 0;
+}
+
+static void test_bert_kernels_per_layer(void) {
+    if (fusion_disabled()) return;
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    for (int64_t B = 1; B <= 2 && ctx; B++) {
+        int t0 = 0, t12 = 0, q = 0, a = 0, q0 = 0, a0 = 0;
+        int k0 = bert_kernels(ctx, 1, B, &t0, &q0, &a0);
+        int k12 = bert_kernels(ctx, 12, B, &t12, &q, &a);
+        CHECK(k0 >= 0 && k12 >= 0, "tracing BERT: %s", ft_ctx_errmsg(ctx));
+        if (k0 < 0 || k12 < 0) break;
+        double per = (k12 - k0) / 11.0, eager = (t12 - t0) / 11.0;
+        printf("  BERT B=%lld: %.2f kernels per layer in graph mode, %.2f eager\n", (long long)B, per,
+               eager);
+        CHECK(per <= 8.0, "B=%lld: %.2f kernels per layer", (long long)B, per);
+        CHECK(k12 < t12, "fusion saved nothing (%d of %d)", k12, t12);
+        CHECK(a == 12 && q == 12, "attention fused %d, QKV merged %d of 12", a, q);
+    }
+    ft_ctx_free(ctx);
+}
+
+/* ResNet in graph mode: every conv + batch norm pair folded, graph == eager
+ * within the golden tolerance (the golden check above), kernels counted. */
+static void test_resnet_conv_bn_folded(void) {
+    if (fusion_disabled()) return;
+    if (!ft_arch_find("resnet")) {
+        SKIP("resnet not built yet");
+        return;
+    }
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    golden_case gc;
+    if (!ctx || golden_open(ctx, "resnet", &gc) != 0) {
+        CHECK(0, "golden resnet: %s", ctx ? ft_ctx_errmsg(ctx) : "");
+        ft_ctx_free(ctx);
+        return;
+    }
+    ft_model_options o = ft_model_options_default();
+    o.mode = FT_MODE_GRAPH;
+    ft_model *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+    ft_graph_stats gs;
+    if (m && ft_graph_stats_get(m, &gs) == FT_OK) {
+        printf("  ResNet: %d kernels eager, %d graph; %d conv+BN folded, %d epilogues, arena %zu "
+               "(bound %zu, no reuse %zu)\n",
+               gs.traced_kernels, gs.kernels_per_forward, gs.conv_bn_folded, gs.epilogues,
+               gs.arena_bytes, gs.peak_live_bytes, gs.sum_intermediate_bytes);
+        CHECK(gs.conv_bn_folded >= 5, "conv+BN folded %d", gs.conv_bn_folded);
+        CHECK(gs.kernels_per_forward < gs.traced_kernels, "no fusion");
+        CHECK(gs.arena_bytes <= gs.peak_live_bytes * 11 / 10, "arena %zu vs bound %zu", gs.arena_bytes,
+              gs.peak_live_bytes);
+    }
+    ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
+int main(void) {
+    (void)ft_test_golden_dir;
+    RUN(test_bert_kernels_per_layer);
+    RUN(test_resnet_conv_bn_folded);
+    RUN(test_golden_graph_cpu);
+    RUN(test_golden_static_cpu);
+    RUN(test_golden_graph_cuda);
+    RUN(test_cuda_graph_static_bitwise);
+    return ft_test_finish();
+}
