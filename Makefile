@@ -75,6 +75,12 @@ ifneq ($(NVCC),)
                -Xcompiler -fPIC,-Wall,-fno-strict-aliasing -MMD -MP
 endif
 
+# Objects depend on a stamp of the configuration, so switching CUDA=0 / CUDA_ARCH /
+# SANITIZE in the same build directory rebuilds them instead of mixing builds.
+CONFIG_ID := $(NVCC)|$(CUDA_ARCH)|$(CFLAGS)|$(NVCCFLAGS)|$(SANITIZE)
+STAMP := $(BUILD)/config.stamp
+$(shell mkdir -p $(BUILD); echo '$(CONFIG_ID)' | cmp -s - $(STAMP) || echo '$(CONFIG_ID)' > $(STAMP))
+
 LIB_A  := $(BUILD)/libftengine.a
 LIB_SO := $(BUILD)/libftengine.so
 TOOL   := $(BUILD)/ftengine
@@ -90,11 +96,11 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cu
+$(BUILD)/obj/%.o: %.cu $(STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

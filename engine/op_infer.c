@@ -271,6 +271,8 @@ int ft_infer_pool_dim(ft_ctx *ctx, ft_tensor *dst) {
     int64_t ne[FT_MAX_DIMS];
     memcpy(ne, x->ne, sizeof ne);
     ne[p->dim] = l <= p->kernel ? 1 : (l - p->kernel + p->stride - 1) / p->stride + 1;
+    /* PyTorch's ceil mode drops a last window that would start past the input */
+    if ((ne[p->dim] - 1) * p->stride >= l) ne[p->dim]--;
     return set_out(dst, x->dtype, x->ndim, ne);
 }
 
