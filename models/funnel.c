@@ -459,22 +459,8 @@ done:
 }
 
 static ft_status funnel_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
-                                       int *n_in, void **owned) {
-    const funnel *f = (const funnel *)m->priv;
-    if (length <= 0) length = 128;
-    int64_t *ids = (int64_t *)malloc((size_t)(batch * length) * sizeof *ids);
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
-    ft_example_fill_ids(ids, batch * length, f->vocab);
-    *owned = ids;
-    memset(in, 0, sizeof *in);
-    in[0].name = "input_ids";
-    in[0].dtype = FT_DTYPE_I64;
-    in[0].ndim = 2;
-    in[0].shape[0] = batch;
-    in[0].shape[1] = length;
-    in[0].data = ids;
-    *n_in = 1;
-    return FT_OK;
+                    int *n_in, void **owned) {
+    return ft_example_text_inputs(m, batch, length, ((const funnel *)m->priv)->vocab, in, n_in, owned);
 }
 
 static const char *const funnel_prefixes[] = {"funnel.", NULL};

@@ -367,22 +367,8 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
 }
 
 static ft_status mobilebert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
-                                           int *n_in, void **owned) {
-    const mobilebert *b = (const mobilebert *)m->priv;
-    if (length <= 0) length = 128;
-    int64_t *ids = (int64_t *)malloc((size_t)(batch * length) * sizeof *ids);
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
-    ft_example_fill_ids(ids, batch * length, b->vocab);
-    *owned = ids;
-    memset(in, 0, sizeof *in);
-    in[0].name = "input_ids";
-    in[0].dtype = FT_DTYPE_I64;
-    in[0].ndim = 2;
-    in[0].shape[0] = batch;
-    in[0].shape[1] = length;
-    in[0].data = ids;
-    *n_in = 1;
-    return FT_OK;
+                    int *n_in, void **owned) {
+    return ft_example_text_inputs(m, batch, length, ((const mobilebert *)m->priv)->vocab, in, n_in, owned);
 }
 
 static const char *const mb_prefixes[] = {"mobilebert.", NULL};

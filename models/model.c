@@ -256,6 +256,24 @@ void ft_example_fill_uniform(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)(example_next(&s) >> 40) * (1.0f / 16777216.0f);
 }
 
+ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int64_t vocab,
+                                 ft_host_tensor *in, int *n_in, void **owned) {
+    if (length <= 0) length = 128;
+    int64_t *ids = (int64_t *)malloc((size_t)(batch * length) * sizeof *ids);
+    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    ft_example_fill_ids(ids, batch * length, vocab);
+    *owned = ids;
+    memset(in, 0, sizeof *in);
+    in[0].name = "input_ids";
+    in[0].dtype = FT_DTYPE_I64;
+    in[0].ndim = 2;
+    in[0].shape[0] = batch;
+    in[0].shape[1] = length;
+    in[0].data = ids;
+    *n_in = 1;
+    return FT_OK;
+}
+
 ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                   int *n_in, void **owned) {
     if (!m || !in || !n_in || !owned) return FT_ERR_INVALID_ARG;

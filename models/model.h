@@ -132,6 +132,9 @@ static inline int ft_model_want_hidden_states(const ft_model *m) {
 /* Deterministic fills for example_inputs (a fixed seed, so runs are comparable). */
 void ft_example_fill_ids(int64_t *ids, int64_t n, int64_t vocab);
 void ft_example_fill_uniform(float *x, int64_t n);
+/* example_inputs of a text model: input_ids [batch, length] (length <= 0: 128) over vocab. */
+ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int64_t vocab,
+                                 ft_host_tensor *in, int *n_in, void **owned);
 
 /* Host-side helpers for validate(): integer inputs read as int64. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i);

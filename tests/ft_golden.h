@@ -32,7 +32,7 @@ typedef struct golden_case {
     int n_in;
 } golden_case;
 
-static int golden_open(ft_ctx *ctx, const char *name, golden_case *g) {
+static __attribute__((unused)) int golden_open(ft_ctx *ctx, const char *name, golden_case *g) {
     memset(g, 0, sizeof *g);
     snprintf(g->dir, sizeof g->dir, "%s/%s", ft_test_golden_dir(), name);
     char path[600];
@@ -52,14 +52,14 @@ static int golden_open(ft_ctx *ctx, const char *name, golden_case *g) {
     return 0;
 }
 
-static void golden_close(golden_case *g) {
+static __attribute__((unused)) void golden_close(golden_case *g) {
     ft_st_close(g->inputs);
     ft_st_close(g->expected);
     memset(g, 0, sizeof *g);
 }
 
 /* Compares one output with the expected tensor; 0 if it passes, else -1 with a message. */
-static int golden_compare(ft_ctx *ctx, const ft_tensor *got, const ft_st_tensor *exp, golden_tol tol,
+static __attribute__((unused)) int golden_compare(ft_ctx *ctx, const ft_tensor *got, const ft_st_tensor *exp, golden_tol tol,
                           char *msg, size_t msz) {
     int nd = ft_tensor_ndim(got);
     int same = nd == exp->ndim;
@@ -109,7 +109,7 @@ static int golden_compare(ft_ctx *ctx, const ft_tensor *got, const ft_st_tensor 
  * (intermediates such as hidden_states.N included) plus the required ones.
  * Returns the number of failed comparisons (also recorded with CHECK).
  */
-static int golden_run_check(const char *name, ft_device device, ft_mode mode, ft_dtype dtype,
+static __attribute__((unused)) int golden_run_check(const char *name, ft_device device, ft_mode mode, ft_dtype dtype,
                             const char *const *required, golden_tol tol) {
     ft_ctx *ctx = NULL;
     int fails = 0;

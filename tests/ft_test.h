@@ -77,7 +77,7 @@ static int ft_test_finish(void) {
 }
 
 /* Directory of the in-tree golden cases (tests/golden), overridable. */
-static const char *ft_test_golden_dir(void) {
+static __attribute__((unused)) const char *ft_test_golden_dir(void) {
     const char *d = getenv("FT_GOLDEN_DIR");
     return d && *d ? d : "tests/golden";
 }
