@@ -1,7 +1,8 @@
 /*
  * kernel_bench.c - achieved bandwidth / throughput of the hand-written CUDA
  * kernels (layernorm, softmax, attention) and the cuBLASLt GEMMs at BERT-base
- * shapes (fp16, sequence 128, batch 1 and 64), next to what this device can do:
+ * shapes (fp16, sequence 128), and of ResNet-50's convolutions (224x224), each at
+ * batch 1 and 64, next to what this device can do:
  * a large device-to-device cudaMemcpy (copy bandwidth) and a large fp16 GEMM
  * (GEMM peak). Not part of the library build: `make kernel-bench`.
  *
@@ -44,6 +45,20 @@ static ft_tensor *op_softmax(ft_tensor **in) { return ft_softmax(ctx, in[0], in[
 static ft_tensor *op_attention(ft_tensor **in) { return ft_attention(ctx, in[0], in[1], in[2], in[3], g_scale); }
 static ft_tensor *op_linear(ft_tensor **in) { return ft_linear(ctx, in[0], in[1], in[2]); }
 static ft_tensor *op_matmul(ft_tensor **in) { return ft_matmul(ctx, in[0], in[1], 1.0f); }
+static int g_stride = 1, g_pad = 0;
+static ft_tensor *op_conv2d(ft_tensor **in) { return ft_conv2d(ctx, in[0], in[1], NULL, g_stride, g_pad, 1); }
+
+/* Representative ResNet-50 convolutions at 224x224: {Cin, Cout, kernel, stride, input side}. */
+static const int resnet50_convs[][5] = {
+    {3, 64, 7, 2, 224},   /* stem */
+    {64, 64, 1, 1, 56},   /* stage 1 reduce */
+    {64, 64, 3, 1, 56},   /* stage 1 3x3 */
+    {64, 256, 1, 1, 56},  /* stage 1 expand */
+    {128, 128, 3, 2, 56}, /* stage 2 strided 3x3 */
+    {256, 256, 3, 1, 14}, /* stage 3 3x3 */
+    {1024, 2048, 1, 2, 14}, /* stage 4 projection shortcut */
+    {512, 512, 3, 1, 7},  /* stage 4 3x3 */
+};
 
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -215,6 +230,20 @@ int main(void) {
             ms = time_op(op_linear, in, &gr);
             snprintf(shp, sizeof shp, "%lldx%lldx%lld +bias", (long long)R, (long long)N, (long long)K);
             row("linear", shp, ms, gr, 2.0 * (R * K + N * K + R * N), 2.0 * R * N * K);
+        }
+        for (size_t c = 0; c < sizeof resnet50_convs / sizeof resnet50_convs[0]; c++) {
+            const int *cv = resnet50_convs[c];
+            int64_t ci = cv[0], co = cv[1], k = cv[2], side = cv[4];
+            g_stride = cv[3];
+            g_pad = cv[2] / 2;
+            int64_t os = (side + 2 * g_pad - k) / g_stride + 1;
+            int64_t x[4] = {B, ci, side, side}, w[4] = {co, ci, k, k};
+            ft_tensor *in[2] = {rnd(H, 4, x, 0), rnd(H, 4, w, 0)};
+            ms = time_op(op_conv2d, in, &gr);
+            snprintf(shp, sizeof shp, "%lldx%lld %lldx%lld/%d @%lld", (long long)ci, (long long)co,
+                     (long long)k, (long long)k, g_stride, (long long)side);
+            row("conv2d", shp, ms, gr, 2.0 * (B * ci * side * side + co * ci * k * k + B * co * os * os),
+                2.0 * B * co * os * os * ci * k * k);
         }
         ft_ctx_reset(ctx);
     }

@@ -72,6 +72,18 @@ def main():
             ms = median_ms(lambda: F.linear(xa, w, bias))
             row("linear", f"{R}x{N}x{K} +bias", ms, 2 * (R * K + N * K + R * N), 2 * R * N * K)
 
+        torch.backends.cudnn.allow_tf32 = False
+        for ci, co, k, st, side in ((3, 64, 7, 2, 224), (64, 64, 1, 1, 56), (64, 64, 3, 1, 56),
+                                    (64, 256, 1, 1, 56), (128, 128, 3, 2, 56), (256, 256, 3, 1, 14),
+                                    (1024, 2048, 1, 2, 14), (512, 512, 3, 1, 7)):
+            xc = torch.randn(B, ci, side, side, device=dev, dtype=h)
+            wc = torch.randn(co, ci, k, k, device=dev, dtype=h)
+            os_ = (side + 2 * (k // 2) - k) // st + 1
+            ms = median_ms(lambda: F.conv2d(xc, wc, None, st, k // 2))
+            row("conv2d", f"{ci}x{co} {k}x{k}/{st} @{side}", ms,
+                2 * (B * ci * side * side + co * ci * k * k + B * co * os_ * os_),
+                2 * B * co * os_ * os_ * ci * k * k)
+
 
 if __name__ == "__main__":
     main()
