@@ -266,16 +266,11 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
     ft_tensor *h = ft_layernorm(ctx, e, b->emb_ln_w, b->emb_ln_b, b->eps);
     ft_tensor *mask = additive_mask(ctx, ft_model_input(m, "attention_mask"));
     bool hs = ft_model_want_hidden_states(m);
-    char name[48];
-    if (hs) ft_model_add_output(m, "hidden_states.0", h);
+    ft_model_add_hidden_state(m, 0, h);
     for (int64_t i = 0; i < b->layers; i++) {
         ft_tensor *next = encoder_layer(ctx, b, &b->layer[i], h, mask);
-        if (hs) {
-            snprintf(name, sizeof name, "hidden_states.%lld", (long long)i + 1);
-            ft_model_add_output(m, name, next);
-        } else {
-            ft_tensor_release(ctx, h);
-        }
+        ft_model_add_hidden_state(m, i + 1, next);
+        if (!hs) ft_tensor_release(ctx, h); /* an output stays alive */
         h = next;
     }
     ft_model_add_output(m, "last_hidden_state", h);

@@ -79,6 +79,13 @@ ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t) {
     return FT_OK;
 }
 
+ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t) {
+    if (!m->opt.output_hidden_states) return m->ctx->status;
+    char name[48];
+    snprintf(name, sizeof name, "hidden_states.%lld", (long long)index);
+    return ft_model_add_output(m, name, t);
+}
+
 int ft_model_output_count(const ft_model *m) { return m ? m->n_out : 0; }
 const char *ft_model_output_name(const ft_model *m, int i) {
     return m && i >= 0 && i < m->n_out ? m->out[i].name : NULL;

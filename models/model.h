@@ -125,6 +125,8 @@ ft_tensor *ft_model_input(ft_model *m, const char *name);
 const ft_host_tensor *ft_model_host_input(const ft_model *m, const char *name);
 /* Registers an output under its HF name. */
 ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t);
+/* Registers t as "hidden_states.<index>" when hidden states were asked for; else no-op. */
+ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t);
 static inline int ft_model_want_hidden_states(const ft_model *m) {
     return m->opt.output_hidden_states;
 }
