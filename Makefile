@@ -39,9 +39,30 @@ else
 endif
 
 ifneq ($(NVCC),)
-  CUDA_ROOT := $(patsubst %/bin/nvcc,%,$(NVCC))
+  # nvcc may be a wrapper script or a symlink (CI has /usr/local/bin/nvcc exec'ing
+  # the real one), so ask nvcc where it lives instead of trusting its path.
+  NVCC_HERE := $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$$ _HERE_=//p' | head -n1)
+  CUDA_ROOT := $(patsubst %/bin,%,$(NVCC_HERE))
+  ifeq ($(wildcard $(CUDA_ROOT)/include/cuda_runtime.h),)
+    CUDA_ROOT := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+  endif
+  ifeq ($(wildcard $(CUDA_ROOT)/include/cuda_runtime.h),)
+    CUDA_ROOT := /usr/local/cuda
+  endif
+  ifeq ($(wildcard $(CUDA_ROOT)/include/cuda_runtime.h),)
+    $(info ftengine: nvcc at $(NVCC) but no cuda_runtime.h under its toolkit: building the CPU-only library)
+    NVCC :=
+  endif
+endif
+
+ifneq ($(NVCC),)
+  # NVTX3 and CUPTI are optional parts of a toolkit install: probe, don't assume.
+  HAVE_NVTX  := $(if $(wildcard $(CUDA_ROOT)/include/nvtx3/nvToolsExt.h),1,)
+  CUPTI_INC  := $(firstword $(dir $(wildcard $(CUDA_ROOT)/include/cupti.h $(CUDA_ROOT)/extras/CUPTI/include/cupti.h)))
+  CUPTI_LIB  := $(firstword $(dir $(wildcard $(CUDA_ROOT)/lib64/libcupti.so $(CUDA_ROOT)/extras/CUPTI/lib64/libcupti.so)))
+  HAVE_CUPTI := $(if $(and $(CUPTI_INC),$(CUPTI_LIB)),1,)
   CUDA_VER  := $(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
-  $(info ftengine: nvcc $(CUDA_VER) at $(NVCC); CUDA backend for sm_$(CUDA_ARCH) (CUDA_ARCH=NN to change))
+  $(info ftengine: nvcc $(CUDA_VER) at $(NVCC) (toolkit $(CUDA_ROOT)); CUDA backend for sm_$(CUDA_ARCH) (CUDA_ARCH=NN to change); NVTX $(if $(HAVE_NVTX),yes,no), CUPTI $(if $(HAVE_CUPTI),yes,no))
 endif
 
 # ---------------------------------------------------------------------------
@@ -64,10 +85,18 @@ CU_SRCS   := $(wildcard kernels/cuda/*.cu)
 
 OBJS := $(CPU_SRCS:%.c=$(BUILD)/obj/%.o)
 ifneq ($(NVCC),)
-  CPPFLAGS += -DFT_WITH_CUDA -DFT_WITH_CUPTI -DFT_WITH_NVTX -I$(CUDA_ROOT)/include
+  CPPFLAGS += -DFT_WITH_CUDA -I$(CUDA_ROOT)/include
   OBJS     += $(CUDA_CSRC:%.c=$(BUILD)/obj/%.o) $(CU_SRCS:%.cu=$(BUILD)/obj/%.o)
   CUDA_LIBDIR := $(CUDA_ROOT)/lib64
-  LDLIBS   += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcupti -lcudart -lstdc++
+  LDLIBS   += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas
+  ifeq ($(HAVE_NVTX),1)
+    CPPFLAGS += -DFT_WITH_NVTX
+  endif
+  ifeq ($(HAVE_CUPTI),1)
+    CPPFLAGS += -DFT_WITH_CUPTI -I$(CUPTI_INC)
+    LDLIBS   += -L$(CUPTI_LIB) -Wl,-rpath,$(CUPTI_LIB) -lcupti
+  endif
+  LDLIBS   += -lcudart -lstdc++
   NVCCFLAGS ?= -O3
   NVCCFLAGS += -std=c++17 -lineinfo -Iinclude -Iengine -DFT_WITH_CUDA \
                -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
@@ -77,7 +106,7 @@ endif
 
 # Objects depend on a stamp of the configuration, so switching CUDA=0 / CUDA_ARCH /
 # SANITIZE in the same build directory rebuilds them instead of mixing builds.
-CONFIG_ID := $(NVCC)|$(CUDA_ARCH)|$(CFLAGS)|$(NVCCFLAGS)|$(SANITIZE)
+CONFIG_ID := $(NVCC)|$(CUDA_ROOT)|$(HAVE_NVTX)$(HAVE_CUPTI)|$(CUDA_ARCH)|$(CFLAGS)|$(NVCCFLAGS)|$(SANITIZE)
 STAMP := $(BUILD)/config.stamp
 $(shell mkdir -p $(BUILD); echo '$(CONFIG_ID)' | cmp -s - $(STAMP) || echo '$(CONFIG_ID)' > $(STAMP))
 
