@@ -131,3 +131,37 @@ void ft_allocator_init_cpu(ft_allocator *a) {
     a->sys_alloc = cpu_sys_alloc;
     a->sys_free = cpu_sys_free;
 }
+
+/* ---- plan-owned scratch ---- */
+
+ft_block *ft_scratch_pool_take(ft_scratch_pool *p, size_t bytes) {
+    ft_block *best = NULL;
+    for (int i = 0; i < p->n; i++) {
+        ft_block *b = p->blk[i];
+        /* refs == 1: only the pool holds it, no kernel is using it right now */
+        if (b->refs == 1 && b->size >= bytes && (!best || b->size < best->size)) best = b;
+    }
+    if (best) best->refs++;
+    return best;
+}
+
+int ft_scratch_pool_add(ft_scratch_pool *p, ft_block *b) {
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 4;
+        ft_block **nb = (ft_block **)realloc(p->blk, (size_t)cap * sizeof *nb);
+        if (!nb) return -1;
+        p->blk = nb;
+        p->cap = cap;
+    }
+    b->refs++;
+    p->blk[p->n++] = b;
+    p->bytes += b->size;
+    return 0;
+}
+
+void ft_scratch_pool_release(ft_scratch_pool *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) ft_block_unref(p->blk[i]);
+    free(p->blk);
+    memset(p, 0, sizeof *p);
+}

@@ -108,8 +108,26 @@ void *ft_cuda_scratch(ft_ctx *ctx, size_t bytes, ft_block **block) {
         ft_set_error(ctx, FT_ERR_INTERNAL, "ft_cuda_scratch on a non-CUDA context");
         return NULL;
     }
-    ft_block *b = ft_allocator_alloc(&ctx->alloc, ctx, bytes ? bytes : 1);
-    if (!b) return NULL;
+    if (!bytes) bytes = 1;
+    ft_scratch_pool *pool = ctx->scratch_pool;
+    ft_block *b = pool ? ft_scratch_pool_take(pool, bytes) : NULL;
+    if (!b && pool && ft_cuda_capturing(ctx)) {
+        /* the warm-up run before capture asks for the same scratch in the same
+         * order, so this means a kernel's scratch depends on more than shapes */
+        ft_set_error(ctx, FT_ERR_CAPTURE,
+                     "scratch of %zu bytes asked for during CUDA graph capture that the warm-up "
+                     "run did not ask for", bytes);
+        return NULL;
+    }
+    if (!b) {
+        b = ft_allocator_alloc(&ctx->alloc, ctx, bytes);
+        if (!b) return NULL;
+        if (pool && ft_scratch_pool_add(pool, b) != 0) {
+            ft_block_unref(b);
+            ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+            return NULL;
+        }
+    }
     *block = b;
     return b->ptr;
 }

@@ -101,6 +101,26 @@ ft_block *ft_allocator_alloc(ft_allocator *a, ft_ctx *ctx, size_t bytes);
 void ft_block_unref(ft_block *b);
 /* Gives every cached block back to the system. */
 void ft_allocator_trim(ft_allocator *a);
+
+/* Scratch blocks owned by a captured plan. A CUDA graph replays with the
+ * addresses it saw during capture, so scratch a kernel takes while the plan is
+ * warmed up and captured must not go back to the allocator (where eager ops or
+ * another plan would get it) but stay with the plan until it is freed. While
+ * ctx->scratch_pool is set, ft_cuda_scratch serves requests from the pool,
+ * growing it outside capture only. */
+typedef struct ft_scratch_pool {
+    ft_block **blk; /* each holds one reference of the pool's own */
+    int n, cap;
+    size_t bytes;   /* sum of the blocks' sizes */
+} ft_scratch_pool;
+
+/* A block of at least `bytes` from the pool that no kernel holds (smallest fit),
+ * with one more reference for the caller; NULL when none fits. */
+ft_block *ft_scratch_pool_take(ft_scratch_pool *p, size_t bytes);
+/* Adds a freshly allocated block (the caller's reference stays the caller's). 0 or -1. */
+int ft_scratch_pool_add(ft_scratch_pool *p, ft_block *b);
+/* Drops the pool's references and empties it. */
+void ft_scratch_pool_release(ft_scratch_pool *p);
 void ft_allocator_destroy(ft_allocator *a);
 /* The plain CPU allocator (64-byte aligned). */
 void ft_allocator_init_cpu(ft_allocator *a);
@@ -177,6 +197,7 @@ struct ft_ctx {
     ft_op_counter counters[FT_OP_COUNT];
     int sync_debug;       /* FT_SYNC_DEBUG=1: synchronize after every op (CUDA) */
     double extra_op_cost_us; /* emulated per-op host cost (FT_OP_HOST_COST_US) */
+    ft_scratch_pool *scratch_pool; /* set by the executor around warm-up and capture */
 };
 
 /* Records an error in the context (keeps the first one while an error is pending,

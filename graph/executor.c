@@ -48,6 +48,7 @@ typedef struct ft_plan {
     ft_graph_stats stats;
     uint64_t last_used;
     bool is_static;
+    ft_scratch_pool scratch; /* kernel scratch the captured graph keeps using */
 #ifdef FT_WITH_CUDA
     ft_cuda_graph *cg;
 #endif
@@ -78,6 +79,7 @@ static void plan_free(ft_plan *p) {
 #ifdef FT_WITH_CUDA
     ft_cuda_graph_free(p->cg);
 #endif
+    ft_scratch_pool_release(&p->scratch);
     ft_graph_destroy(p->g);
     if (p->arena) ft_block_unref(p->arena);
     free(p->steps);
@@ -369,15 +371,18 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         /* the warm-up run makes every lazy allocation (library workspaces, GEMM
          * algorithm caches, scratch blocks) before capture, where none may happen */
         run_args a = {ctx, p};
+        ctx->scratch_pool = &p->scratch;
         st = copy_inputs(m, p);
         if (st == FT_OK) st = run_bare(&a);
         if (st == FT_OK) st = ft_cuda_sync(ctx);
         if (st == FT_OK)
             st = ft_cuda_graph_capture(ctx, run_bare, &a, &p->cg, &s->capture_ms,
                                        &s->instantiate_ms);
+        ctx->scratch_pool = NULL;
         if (st == FT_OK) {
             s->captured = 1;
             s->graph_launches = 1;
+            s->scratch_bytes = p->scratch.bytes;
         }
     }
 #endif
@@ -440,7 +445,7 @@ void ft_graph_free(ft_model *m) {
     m->graph = NULL;
 }
 
-ft_status ft_graph_stats_get(const ft_model *m, ft_graph_stats *out) {
+ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out) {
     if (!m || !out) return FT_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
     const ft_graph_state *gs = (const ft_graph_state *)m->graph;

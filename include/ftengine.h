@@ -395,6 +395,41 @@ ft_tensor *ft_model_output(const ft_model *m, int i);
 /** The output of that name, or NULL. */
 ft_tensor *ft_model_output_find(const ft_model *m, const char *name);
 
+/**
+ * The costs of graph and static mode (what `ftengine run --profile` and `ftengine
+ * bench` print). Everything but the cache counters describes the plan used by the
+ * model's last forward.
+ */
+typedef struct ft_graph_stats {
+    int valid;                 /* 0 until a graph or static forward has run */
+    /* the plan */
+    int traced_kernels;        /* kernel nodes recorded by the trace (= eager launches) */
+    int kernels_per_forward;   /* kernel nodes after the passes */
+    int graph_launches;        /* CUDA graph launches per forward (static on CUDA: 1) */
+    int captured;              /* 1 if the plan runs as a CUDA Graph */
+    /* what the passes did */
+    int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
+        eltwise_fused, nonorm_folded, conv_bn_folded;
+    /* memory (bytes) */
+    size_t arena_bytes;        /* the one arena of intermediates, inputs and outputs */
+    size_t sum_intermediate_bytes; /* the same buffers without any reuse */
+    size_t peak_live_bytes;    /* lower bound: most bytes live at any one step */
+    size_t const_bytes;        /* constants and folded/merged weights owned by the plan */
+    size_t scratch_bytes;      /* kernel scratch (im2col...) a captured plan keeps for its replays */
+    /* one-time costs of this plan (milliseconds) */
+    double trace_ms, passes_ms, plan_ms; /* plan_ms: memory plan, uploads, kernel resolution */
+    double capture_ms, instantiate_ms;   /* CUDA Graph, per input shape (0 when not captured) */
+    /* cache */
+    int plans_cached;
+    uint64_t plan_hits, plan_misses, plan_evictions;
+} ft_graph_stats;
+
+/**
+ * Fills *out for a model run in graph or static mode (zeros with valid = 0 before
+ * its first forward, and always in eager mode). FT_ERR_INVALID_ARG for NULL arguments.
+ */
+ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out);
+
 /** Architecture class name ("BertModel", "DistilBertModel", ...). */
 const char *ft_model_arch(const ft_model *m);
 ft_mode ft_model_mode(const ft_model *m);

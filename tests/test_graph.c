@@ -324,7 +324,7 @@ static void compare_modes(int64_t B, int64_t S) {
     }
     if (ft_ctx_status(ctx) == FT_OK) {
         ft_graph_stats gs;
-        CHECK_OK(ctx, ft_graph_stats_get(mg, &gs));
+        CHECK_OK(ctx, ft_model_graph_stats(mg, &gs));
         CHECK(gs.valid && gs.kernels_per_forward < gs.traced_kernels,
               "graph launches %d kernels, eager %d", gs.kernels_per_forward, gs.traced_kernels);
         CHECK(gs.dce_removed >= 1, "dce %d", gs.dce_removed);
@@ -384,7 +384,7 @@ static void test_cache_and_replay(void) {
     }
     if (rounds == 12) {
         ft_graph_stats gs;
-        ft_graph_stats_get(ms, &gs);
+        ft_model_graph_stats(ms, &gs);
         CHECK(gs.plans_cached <= FT_GRAPH_CACHE_SIZE, "%d plans cached", gs.plans_cached);
         CHECK(gs.plan_hits + gs.plan_misses == 12 && gs.plan_hits >= 1, "hits %llu misses %llu",
               (unsigned long long)gs.plan_hits, (unsigned long long)gs.plan_misses);
@@ -435,14 +435,61 @@ static void test_bad_input_is_an_error(void) {
     CHECK(st == FT_ERR_SHAPE, "got %s: %s", ft_status_str(st), ft_ctx_errmsg(ctx));
     ft_ctx_clear_error(ctx);
     ft_graph_stats gs;
-    CHECK(ft_graph_stats_get(m, &gs) == FT_OK && gs.plans_cached == 0, "a failed plan was cached");
-    CHECK(ft_graph_stats_get(NULL, &gs) == FT_ERR_INVALID_ARG, "NULL model accepted");
+    CHECK(ft_model_graph_stats(m, &gs) == FT_OK && gs.plans_cached == 0, "a failed plan was cached");
+    CHECK(ft_model_graph_stats(NULL, &gs) == FT_ERR_INVALID_ARG, "NULL model accepted");
     ft_model_free(m);
+    ft_ctx_free(ctx);
+}
+
+/* The scratch pool a captured plan owns: a block in use by a kernel is never
+ * handed out twice, a released one is reused (smallest fit), and the blocks go
+ * back to the allocator only when the pool is released. */
+static void test_scratch_pool(void) {
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (!ctx) return;
+    ft_scratch_pool pool;
+    memset(&pool, 0, sizeof pool);
+    ft_mem_stats m0 = ft_ctx_mem_stats(ctx);
+    CHECK(ft_scratch_pool_take(&pool, 16) == NULL, "an empty pool gave a block");
+    ft_block *a = ft_allocator_alloc(&ctx->alloc, ctx, 4096);
+    ft_block *b = ft_allocator_alloc(&ctx->alloc, ctx, 1 << 20);
+    CHECK(a && b, "allocation failed");
+    if (!a || !b) {
+        ft_ctx_free(ctx);
+        return;
+    }
+    CHECK(ft_scratch_pool_add(&pool, a) == 0 && ft_scratch_pool_add(&pool, b) == 0, "add failed");
+    CHECK(pool.n == 2 && pool.bytes == a->size + b->size, "pool holds %d blocks, %zu bytes", pool.n,
+          pool.bytes);
+    /* both still held by their kernels: nothing to take */
+    CHECK(ft_scratch_pool_take(&pool, 16) == NULL, "a block in use was handed out");
+    ft_block_unref(a);
+    ft_block_unref(b);
+    /* both free for reuse: the smallest that fits */
+    ft_block *t1 = ft_scratch_pool_take(&pool, 100);
+    CHECK(t1 == a, "smallest fit not taken");
+    ft_block *t2 = ft_scratch_pool_take(&pool, 100);
+    CHECK(t2 == b, "the other block not taken while the first is in use");
+    CHECK(ft_scratch_pool_take(&pool, 100) == NULL, "a third block out of two");
+    CHECK(ft_scratch_pool_take(&pool, (size_t)4 << 20) == NULL, "a block too small was taken");
+    ft_block_unref(t1);
+    ft_block_unref(t2);
+    /* the pool's own references keep the memory away from the allocator */
+    ft_mem_stats m1 = ft_ctx_mem_stats(ctx);
+    CHECK(m1.allocated == m0.allocated + a->size + b->size, "pool blocks returned early");
+    ft_scratch_pool_release(&pool);
+    ft_mem_stats m2 = ft_ctx_mem_stats(ctx);
+    CHECK(m2.allocated == m0.allocated, "release left %zu bytes allocated",
+          m2.allocated - m0.allocated);
+    CHECK(pool.n == 0 && pool.blk == NULL, "pool not emptied");
+    ft_scratch_pool_release(&pool); /* twice is harmless */
     ft_ctx_free(ctx);
 }
 
 int main(void) {
     (void)ft_test_golden_dir;
+    RUN(test_scratch_pool);
     RUN(test_trace_and_dce);
     RUN(test_planner);
     RUN(test_bad_input_is_an_error);

@@ -104,6 +104,69 @@ static void test_cuda_graph_static_bitwise(void) {
     ft_ctx_free(ctx);
 }
 
+/* A captured ResNet keeps its im2col scratch: eager forwards run between two
+ * replays allocate (and write) freely, and neither side may see the other's
+ * data. The eager outputs are held while the static plan replays on new values,
+ * so a scratch block handed back to the allocator would corrupt one of them. */
+static void test_cuda_static_scratch_owned(void) {
+    if (ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CUDA, &ctx));
+    golden_case gc;
+    if (!ctx || golden_open(ctx, "resnet", &gc) != 0) {
+        CHECK(0, "golden resnet: %s", ctx ? ft_ctx_errmsg(ctx) : "");
+        ft_ctx_free(ctx);
+        return;
+    }
+    ft_model *eager = NULL, *stat = NULL;
+    ft_model_options o = ft_model_options_default();
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &eager));
+    o.mode = FT_MODE_STATIC;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &stat));
+    ft_host_tensor in = gc.in[0];
+    int64_t n = 1;
+    for (int d = 0; d < in.ndim; d++) n *= in.shape[d];
+    float *px = (float *)malloc((size_t)n * sizeof(float));
+    if (eager && stat && px) {
+        CHECK_OK(ctx, ft_model_forward(stat, &gc.in[0], 1));
+        ft_graph_stats gs;
+        ft_model_graph_stats(stat, &gs);
+        if (gs.captured) CHECK(gs.scratch_bytes > 0, "a captured ResNet owns no scratch");
+        for (int round = 1; round <= 2; round++) {
+            for (int64_t i = 0; i < n; i++) px[i] = ((const float *)gc.in[0].data)[i] * (0.5f + 0.25f * round) - 0.1f;
+            in.data = px;
+            CHECK_OK(ctx, ft_model_forward(eager, &in, 1));
+            CHECK_OK(ctx, ft_model_forward(stat, &in, 1));
+            ft_tensor *te = ft_model_output_find(eager, "last_hidden_state");
+            ft_tensor *ts = ft_model_output_find(stat, "last_hidden_state");
+            CHECK(te && ts && ft_tensor_numel(te) == ft_tensor_numel(ts), "outputs missing");
+            if (!te || !ts) break;
+            int64_t k = ft_tensor_numel(te);
+            float *a = (float *)malloc((size_t)k * 4), *b = (float *)malloc((size_t)k * 4);
+            if (a && b) {
+                CHECK_OK(ctx, ft_tensor_to_host(ctx, te, FT_DTYPE_F32, a, (size_t)k * 4));
+                CHECK_OK(ctx, ft_tensor_to_host(ctx, ts, FT_DTYPE_F32, b, (size_t)k * 4));
+                double worst = 0;
+                for (int64_t i = 0; i < k; i++) {
+                    double e = fabs((double)a[i] - b[i]) / (1e-4 + 1e-4 * fabs((double)a[i]));
+                    worst = e > worst ? e : worst;
+                }
+                CHECK(worst <= 1.0, "round %d: static vs eager off by %.3g x tolerance", round, worst);
+            }
+            free(a);
+            free(b);
+        }
+    }
+    free(px);
+    ft_model_free(eager);
+    ft_model_free(stat);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 /* Kernel counts of a random-init BERT with `layers` layers at small width, traced
  * and optimised without running; -1 on error. */
 static int bert_kernels(ft_ctx *ctx, int layers, int64_t B, int *traced, int *qkv, int *attn) {
@@ -205,7 +268,7 @@ static void test_resnet_conv_bn_folded(void) {
     CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
     if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
     ft_graph_stats gs;
-    if (m && ft_graph_stats_get(m, &gs) == FT_OK) {
+    if (m && ft_model_graph_stats(m, &gs) == FT_OK) {
         printf("  ResNet: %d kernels eager, %d graph; %d conv+BN folded, %d epilogues, arena %zu "
                "(bound %zu, no reuse %zu)\n",
                gs.traced_kernels, gs.kernels_per_forward, gs.conv_bn_folded, gs.epilogues,
@@ -228,5 +291,6 @@ int main(void) {
     RUN(test_golden_static_cpu);
     RUN(test_golden_graph_cuda);
     RUN(test_cuda_graph_static_bitwise);
+    RUN(test_cuda_static_scratch_owned);
     return ft_test_finish();
 }

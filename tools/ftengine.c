@@ -204,6 +204,25 @@ static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path) {
     return rc;
 }
 
+/* The one-time and per-forward costs of graph/static mode (nothing in eager). */
+static void print_graph_stats(FILE *f, const char *prefix, const ft_model *m) {
+    ft_graph_stats g;
+    if (ft_model_graph_stats(m, &g) != FT_OK || !g.valid) return;
+    fprintf(f, "%strace %.2f ms, passes %.2f ms, plan %.2f ms (total %.2f ms); capture %.2f ms, "
+               "instantiate %.2f ms%s\n",
+            prefix, g.trace_ms, g.passes_ms, g.plan_ms, g.trace_ms + g.passes_ms + g.plan_ms,
+            g.capture_ms, g.instantiate_ms, g.captured ? "" : " (no CUDA graph)");
+    fprintf(f, "%skernels per forward %d (eager %d), graph launches %d; arena %zu B (peak-live bound "
+               "%zu B, no reuse %zu B), constants %zu B, scratch %zu B\n",
+            prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, g.arena_bytes,
+            g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.scratch_bytes);
+    fprintf(f, "%spasses: dce %d, folded %d, qkv %d, epilogues %d, ln+residual %d, attention %d, "
+               "eltwise %d, nonorm %d, conv+bn %d; plans cached %d (hits %llu, misses %llu)\n",
+            prefix, g.dce_removed, g.folded, g.qkv_merged, g.epilogues, g.ln_residual,
+            g.attention_fused, g.eltwise_fused, g.nonorm_folded, g.conv_bn_folded, g.plans_cached,
+            (unsigned long long)g.plan_hits, (unsigned long long)g.plan_misses);
+}
+
 static int cmd_run(int argc, char **argv) {
     args a;
     int rc = parse(argc, argv, &a);
@@ -250,6 +269,7 @@ static int cmd_run(int argc, char **argv) {
         ft_mem_stats ms = ft_ctx_mem_stats(ctx);
         fprintf(stderr, "profile: memory allocated %zu B, reserved %zu B, peak %zu B, %llu system allocations\n",
                 ms.allocated, ms.reserved, ms.peak_allocated, (unsigned long long)ms.n_sys_alloc);
+        print_graph_stats(stderr, "profile: ", m);
     }
 done:
     ft_model_free(m);
@@ -349,6 +369,7 @@ static int cmd_bench(int argc, char **argv) {
            a.warmup);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
+    print_graph_stats(stdout, "graph: ", m);
 done:
     free(owned);
     free(times);
