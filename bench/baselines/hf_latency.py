@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""hf_latency.py - model-level baselines beside `ftengine bench`: the same model
+(HF class, random init at the real size), the same inputs (batch, length, dtype)
+and the same clock (wall time of one forward followed by a device synchronize,
+median over many iterations after warm-up) in
+
+  torch-eager   PyTorch eager (the framework tax ftengine's eager mode reproduces)
+  torch-graph   the same module captured into a CUDA Graph by torch.cuda.graph
+  torch-compile torch.compile(mode="max-autotune-no-cudagraphs") (--compile; slow to build)
+  ort-cuda      ONNX Runtime, CUDA execution provider, on a torch.onnx export (--ort)
+
+Optional tooling: needs torch and transformers (onnxruntime for --ort); the build
+and the tests never run it. Prints one line per runner and, with --json FILE,
+writes them as JSON.
+
+    python3 bench/baselines/hf_latency.py --model bert-base --batch 1 --seq 128 --dtype fp16 [--ort] [--compile]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import transformers as tf
+except Exception as e:  # optional tooling
+    print(f"hf_latency: needs torch and transformers ({e.__class__.__name__}); skipping")
+    sys.exit(0)
+
+MODELS = {
+    "bert-base": ("BertModel", "BertConfig", {}),
+    "bert-large": ("BertModel", "BertConfig",
+                   dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                        intermediate_size=4096)),
+    "distilbert-base": ("DistilBertModel", "DistilBertConfig", {}),
+    "funnel-small": ("FunnelModel", "FunnelConfig", {}),
+    "mobilebert-uncased": ("MobileBertModel", "MobileBertConfig", {}),
+    "resnet-50": ("ResNetModel", "ResNetConfig", {}),
+    "wavlm-base": ("WavLMModel", "WavLMConfig", {}),
+}
+
+
+def build(name, dtype, dev):
+    cls, cfg_cls, kw = MODELS[name]
+    cfg = getattr(tf, cfg_cls)(**kw)
+    try:
+        cfg._attn_implementation = "sdpa"  # PyTorch's fastest stock path
+    except Exception:
+        pass
+    model = getattr(tf, cls)(cfg).eval().to(dev, dtype)
+    return model, cfg
+
+
+def inputs(name, cfg, batch, length, dtype, dev):
+    g = torch.Generator().manual_seed(0)
+    if name.startswith("resnet"):
+        return {"pixel_values": torch.rand(batch, 3, length or 224, length or 224, generator=g).to(dev, dtype)}
+    if name.startswith("wavlm"):
+        return {"input_values": torch.rand(batch, length or 32000, generator=g).to(dev, dtype)}
+    ids = torch.randint(0, cfg.vocab_size, (batch, length or 128), generator=g).to(dev)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def median_ms(fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times), min(times)
+
+
+def torch_graph_runner(model, inp):
+    static_in = {k: v.clone() for k, v in inp.items()}
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            model(**static_in)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        model(**static_in)
+    return graph.replay
+
+
+def ort_runner(model, inp, path):
+    import onnxruntime as ort
+    names = list(inp)
+    with torch.no_grad():
+        try:
+            torch.onnx.export(model, tuple(inp[k] for k in names), path, input_names=names,
+                              output_names=["last_hidden_state"], opset_version=17, dynamo=False)
+        except TypeError:  # older torch without the dynamo switch
+            torch.onnx.export(model, tuple(inp[k] for k in names), path, input_names=names,
+                              output_names=["last_hidden_state"], opset_version=17)
+    sess = ort.InferenceSession(path, providers=["CUDAExecutionProvider"])
+    if "CUDAExecutionProvider" not in sess.get_providers():
+        raise RuntimeError(f"ORT has no CUDA provider here ({sess.get_providers()})")
+    import numpy as np
+    np_dtype = {torch.float16: np.float16, torch.float32: np.float32, torch.int64: np.int64,
+                torch.int32: np.int32}
+    binding = sess.io_binding()
+    for k in names:
+        v = inp[k].contiguous()
+        inp[k] = v  # keep the bound memory alive
+        binding.bind_input(k, "cuda", 0, np_dtype[v.dtype], list(v.shape), v.data_ptr())
+    binding.bind_output("last_hidden_state", "cuda")
+    return lambda: sess.run_with_iobinding(binding)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="bert-base", choices=sorted(MODELS))
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=0, help="sequence length / image side / samples (0: default)")
+    ap.add_argument("--dtype", default="fp16", choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--ort", action="store_true")
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("hf_latency: no CUDA device; skipping")
+        return 0
+    dt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model, cfg = build(a.model, dt, "cuda")
+    inp = inputs(a.model, cfg, a.batch, a.seq, dt, "cuda")
+    results = []
+
+    def record(runner, make):
+        try:
+            fn = make()
+            med, mn = median_ms(fn, a.iters, a.warmup)
+            results.append({"runner": runner, "median_ms": med, "min_ms": mn})
+            print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} median {med:8.4f} ms  min {mn:8.4f} ms")
+        except Exception as e:  # one runner failing must not hide the others
+            results.append({"runner": runner, "error": f"{e.__class__.__name__}: {e}"[:300]})
+            print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} FAILED: {e.__class__.__name__}: {str(e)[:200]}")
+
+    def eager():
+        def f():
+            with torch.no_grad():
+                model(**inp)
+        return f
+
+    record("torch-eager", eager)
+    record("torch-graph", lambda: torch_graph_runner(model, inp))
+    if a.compile:
+        def compiled():
+            cm = torch.compile(model, mode="max-autotune-no-cudagraphs")
+
+            def f():
+                with torch.no_grad():
+                    cm(**inp)
+            return f
+        record("torch-compile", compiled)
+    if a.ort:
+        record("ort-cuda", lambda: ort_runner(model, inp, f"/tmp/hf_latency_{a.model}.onnx"))
+    meta = {"model": a.model, "batch": a.batch, "seq": a.seq, "dtype": a.dtype,
+            "torch": torch.__version__, "transformers": tf.__version__,
+            "device": torch.cuda.get_device_name(0), "iters": a.iters, "results": results}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(meta, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+#!/bin/sh
+# gpu_session.sh - what a session with a borrowed GPU runs, in stages that each
+# fit one 10-minute device call, every log written under OUT (default
+# build/gpu-session) so it can be brought back and recorded in docs/results/.
+#
+#   tests/gpu_session.sh check  [OUT]   make gpu-check: build for the local GPU, make test,
+#                                       compute-sanitizer, kernel bench
+#   tests/gpu_session.sh bench  [OUT]   ftengine bench of the model presets in eager / graph /
+#                                       static (+ static without CUDA graphs), with --profile
+#                                       costs, and PyTorch / ONNX Runtime baselines
+#   tests/gpu_session.sh golden [OUT]   writes the HF variant cases (tools/golden/make_golden.py)
+#                                       and runs tests/test_golden_variants on them, CPU and CUDA
+#
+# Needs a build from `check` (same build folder) for `bench` and `golden`.
+stage=${1:-}
+OUT=${2:-build/gpu-session}
+mkdir -p "$OUT"
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .\r')
+case "$cap" in
+'' | *[!0-9]*) echo "gpu_session: no GPU"; exit 0 ;;
+esac
+B=${FT_GPU_BUILD:-build/gpu-sm$cap}
+J=$(nproc 2>/dev/null || echo 4)
+TOOL=$B/ftengine
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null
+} >"$OUT/machine-$stage.txt"
+
+case "$stage" in
+check)
+    FT_GPU_BUILD=$B sh tests/gpu_check.sh >"$OUT/gpu-check.log" 2>&1
+    rc=$?
+    tail -n 40 "$OUT/gpu-check.log"
+    cp -r "$B/gpu-check-logs" "$OUT/" 2>/dev/null
+    exit $rc
+    ;;
+bench)
+    [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1
+    log=$OUT/bench.log
+    : >"$log"
+    run() { echo "\$ $*" >>"$log"; "$@" >>"$log" 2>&1; echo >>"$log"; }
+    for model in bert-base distilbert-base bert-large funnel-small mobilebert-uncased resnet-50 wavlm-base; do
+        for mode in eager graph static; do
+            run "$TOOL" bench "$model" --device cuda --mode "$mode" --dtype fp16 --batch 1 --iters 200 --warmup 20
+        done
+        run env FT_DISABLE_CUDA_GRAPHS=1 "$TOOL" bench "$model" --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
+    done
+    for mode in eager graph static; do
+        run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp32 --batch 1 --iters 200 --warmup 20
+        run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5
+    done
+    for model in bert-base distilbert-base resnet-50; do
+        run python3 bench/baselines/hf_latency.py --model "$model" --batch 1 --dtype fp16 --ort \
+            --json "$OUT/baseline-$model.json"
+    done
+    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error' "$log"
+    ;;
+golden)
+    [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1
+    G=$OUT/golden
+    rm -rf "$G"
+    cp -r tests/golden "$G"
+    python3 tools/golden/make_golden.py "$G/variants" >"$OUT/make_golden.log" 2>&1
+    cat "$OUT/make_golden.log"
+    make -j"$J" CUDA_ARCH="$cap" BUILD="$B" "$B/tests/test_golden_variants" >/dev/null || exit 1
+    FT_GOLDEN_DIR=$G "$B/tests/test_golden_variants" >"$OUT/variants.log" 2>&1
+    rc=$?
+    cat "$OUT/variants.log"
+    exit $rc
+    ;;
+*)
+    echo "usage: tests/gpu_session.sh check|bench|golden [OUT]"
+    exit 2
+    ;;
+esac

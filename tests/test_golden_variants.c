@@ -1,0 +1,77 @@
+/*
+ * test_golden_variants.c - the extra Hugging Face reference cases under
+ * tests/golden/variants/<case>/ (configurations the five main golden cases do
+ * not cover: other Funnel layouts, MobileBERT options, ResNet basic blocks on
+ * non-square images, WavLM masks and the large layout...). They are written by
+ * tools/golden/make_golden.py on a machine with transformers; every case found
+ * is checked like a main golden case: on the CPU in eager, graph and static mode
+ * at the fp32 tolerance, and on CUDA (skipped without a GPU) in fp32 in all three
+ * modes and in fp16 at 1e-2. With no variant folder the test reports itself skipped.
+ */
+#include "ft_golden.h"
+#include "ft_test.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#define MAX_CASES 64
+
+static const char *const required[] = {"last_hidden_state", NULL};
+
+/* Case folders under golden/variants, sorted; returns their count. */
+static int list_cases(char names[][256]) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/variants", ft_test_golden_dir());
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAX_CASES) {
+        if (e->d_name[0] == '.') continue;
+        char cfg[8192 + 1024];
+        struct stat sb;
+        snprintf(cfg, sizeof cfg, "%s/%s/expected.safetensors", dir, e->d_name);
+        if (stat(cfg, &sb) != 0) continue;
+        snprintf(names[n++], 256, "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+static void run_all(ft_device dev, const ft_mode *modes, int n_modes, ft_dtype dtype, golden_tol tol) {
+    static char names[MAX_CASES][256];
+    int n = list_cases(names);
+    if (!n) {
+        SKIP("no cases in tests/golden/variants (tools/golden/make_golden.py writes them)");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        char rel[300];
+        snprintf(rel, sizeof rel, "variants/%.250s", names[i]);
+        for (int k = 0; k < n_modes; k++) {
+            int fails = golden_run_check(rel, dev, modes[k], dtype, required, tol);
+            printf("  %-40s %s %-6s %-4s %s\n", names[i], ft_device_name(dev), ft_mode_name(modes[k]),
+                   ft_dtype_name(dtype), fails ? "FAIL" : "ok");
+        }
+    }
+}
+
+static const ft_mode all_modes[] = {FT_MODE_EAGER, FT_MODE_GRAPH, FT_MODE_STATIC};
+
+static void test_variants_cpu(void) { run_all(FT_DEVICE_CPU, all_modes, 3, FT_DTYPE_F32, GOLDEN_FP32); }
+
+static void test_variants_cuda(void) {
+    if (ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return;
+    }
+    run_all(FT_DEVICE_CUDA, all_modes, 3, FT_DTYPE_F32, GOLDEN_FP32);
+    run_all(FT_DEVICE_CUDA, all_modes, 1, FT_DTYPE_F16, GOLDEN_FP16);
+}
+
+int main(void) {
+    RUN(test_variants_cpu);
+    RUN(test_variants_cuda);
+    return ft_test_finish();
+}
