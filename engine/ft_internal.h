@@ -253,6 +253,10 @@ const char *ft_shape_str(const ft_tensor *t, char *buf, size_t size);
 /* Allocates storage for a root tensor from the context allocator (eager). */
 ft_status ft_tensor_alloc_storage(ft_ctx *ctx, ft_tensor *t);
 void ft_tensor_drop_storage(ft_tensor *t);
+/* Copies src (any strides) into `dst`, a contiguous buffer of src's shape and dtype
+ * on the context's device, with the device's COPY kernel (no separate device-to-
+ * device API path to keep in step with the kernels). */
+ft_status ft_tensor_copy_raw(ft_ctx *ctx, void *dst, const ft_tensor *src);
 /* Whether a dtype is floating point (f32, f16, bf16). */
 bool ft_dtype_is_float(ft_dtype t);
 

@@ -215,6 +215,24 @@ ft_status ft_tensor_alloc_storage(ft_ctx *ctx, ft_tensor *t) {
     return FT_OK;
 }
 
+ft_status ft_tensor_copy_raw(ft_ctx *ctx, void *dst, const ft_tensor *src) {
+    ft_kernel_fn copy = ctx->device == FT_DEVICE_CUDA ? ft_op_table[FT_OP_COPY].cuda : ft_op_table[FT_OP_COPY].cpu;
+    if (!copy) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no copy kernel on %s", ft_device_name(ctx->device));
+    ft_tensor d = *src;
+    d.op = FT_OP_COPY;
+    memset(d.src, 0, sizeof d.src);
+    d.src[0] = (ft_tensor *)src;
+    ft_params_copy p = {(int32_t)src->dtype};
+    memset(d.op_params, 0, sizeof d.op_params);
+    memcpy(d.op_params, &p, sizeof p);
+    ft_tensor_set_contiguous_strides(&d);
+    d.data = dst;
+    d.block = NULL;
+    d.view_src = NULL;
+    d.flags = 0;
+    return (ft_status)copy(ctx, &d);
+}
+
 void ft_tensor_drop_storage(ft_tensor *t) {
     if (t->block && !(t->flags & FT_TF_RELEASED)) ft_block_unref(t->block);
     t->block = NULL;

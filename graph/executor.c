@@ -329,6 +329,12 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     for (int i = 0; st == FT_OK && i < p->g->n_owned; i++)
         if (p->g->owned[i]->block) const_bytes += ft_nbytes(p->g->owned[i]);
     if (st == FT_OK) st = upload_constants(p->g, &const_bytes);
+    /* stacked weights shared by the model's plans; a stack the loader packed
+     * (ft_weights_pack) is the weights' own memory and costs nothing extra */
+    for (int i = 0; st == FT_OK && p->g->cache && i < p->g->cache->n; i++) {
+        const ft_const_entry *e = &p->g->cache->e[i];
+        if (e->t->block != e->parts[0]->block) const_bytes += ft_nbytes(e->t);
+    }
     for (int i = 0; st == FT_OK && i < p->n_in; i++) {
         for (int k = 0; k < p->g->n_in; k++)
             if (!strcmp(p->g->in[k].name, p->in[i].name)) p->in[i].t = p->g->in[k].t;

@@ -77,6 +77,20 @@ ft_tensor *ft_graph_const_from_host(ft_graph *g, ft_dtype dtype, int ndim, const
     return st == FT_OK ? t : NULL;
 }
 
+/* Whether parts are contiguous, of one dtype and one block, each starting where
+ * the previous one ends: then their stack along dim 0 is that memory as is. */
+static bool packed(ft_tensor *const *parts, int n) {
+    const char *end = NULL;
+    for (int i = 0; i < n; i++) {
+        const ft_tensor *p = parts[i];
+        if (!p->block || p->block != parts[0]->block || p->dtype != parts[0]->dtype ||
+            !ft_tensor_contiguous(p) || (i && (const char *)p->data != end))
+            return false;
+        end = (const char *)p->data + ft_nbytes(p);
+    }
+    return true;
+}
+
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n) {
     for (int i = 0; i < c->n; i++) {
         ft_const_entry *e = &c->e[i];
@@ -104,28 +118,21 @@ ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const
     memset(t->src, 0, sizeof t->src);
     for (int i = 1; i < n; i++) t->ne[0] += parts[i]->ne[0];
     ft_tensor_set_contiguous_strides(t);
-    ft_kernel_fn copy = ft_op_table[FT_OP_COPY].cpu;
-    if (ctx->device == FT_DEVICE_CUDA) copy = ft_op_table[FT_OP_COPY].cuda;
-    ft_status st = copy ? ft_tensor_alloc_storage(ctx, t)
-                        : ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no copy kernel to stack weights");
-    /* each part copied by the copy kernel into its rows of t (no device-to-device API needed) */
-    int64_t row = 0;
-    for (int i = 0; i < n && st == FT_OK; i++) {
-        ft_tensor dst = *parts[i];
-        dst.op = FT_OP_COPY;
-        memset(dst.src, 0, sizeof dst.src);
-        dst.src[0] = parts[i];
-        ft_params_copy p = {(int32_t)t->dtype};
-        memset(dst.op_params, 0, sizeof dst.op_params);
-        memcpy(dst.op_params, &p, sizeof p);
-        dst.dtype = t->dtype;
-        ft_tensor_set_contiguous_strides(&dst);
-        dst.data = (char *)t->data + (size_t)(row * t->nb[0]) * ft_dtype_size(t->dtype);
-        dst.block = NULL;
-        dst.view_src = NULL;
-        dst.flags = 0;
-        st = (ft_status)copy(ctx, &dst);
-        row += parts[i]->ne[0];
+    ft_status st = FT_OK;
+    if (packed(parts, n)) {
+        /* the loader already laid the parts out back to back (ft_weights_pack):
+         * the stack is the same memory, shared, with nothing to copy */
+        t->data = parts[0]->data;
+        t->block = parts[0]->block;
+        t->block->refs++;
+    } else {
+        st = ft_tensor_alloc_storage(ctx, t);
+        int64_t row = 0;
+        for (int i = 0; i < n && st == FT_OK; i++) {
+            st = ft_tensor_copy_raw(ctx, (char *)t->data + (size_t)(row * t->nb[0]) * ft_dtype_size(t->dtype),
+                                    parts[i]);
+            row += parts[i]->ne[0];
+        }
     }
     if (st != FT_OK) {
         ft_tensor_free_persistent(t);

@@ -148,6 +148,8 @@ static ft_status load_weights(ft_model *m, bert *b) {
             l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.weight", p, li);
             l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.bias", p, li);
         }
+        ft_weights_pack(m, (ft_tensor *[]){l->wq, l->wk, l->wv}, 3);
+        ft_weights_pack(m, (ft_tensor *[]){l->bq, l->bk, l->bv}, 3);
         if (m->ctx->status != FT_OK) return m->ctx->status;
     }
     /* A checkpoint saved without the pooler (HF add_pooling_layer=False, or a token

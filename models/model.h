@@ -111,6 +111,14 @@ bool ft_weight_exists(ft_model *m, const char *fmt, ...)
 #endif
     ;
 
+/* Moves freshly loaded weights (e.g. the query, key and value projections of one
+ * layer) into one block, back to back, so graph mode's Q/K/V merge uses that memory
+ * as the stacked weight instead of copying it at plan time (and holding it twice).
+ * Only in graph and static mode (eager never stacks); a no-op when a part is
+ * NULL, of another dtype, or not a multiple of 256 bytes (the parts keep their
+ * alignment). The tensors stay valid: only their storage moves. */
+ft_status ft_weights_pack(ft_model *m, ft_tensor *const *parts, int n);
+
 /* shape literals: FT_SHAPE(768, 3072) */
 #define FT_SHAPE(...) (const int64_t[]){__VA_ARGS__}
 #define FT_NDIM(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))

@@ -186,6 +186,8 @@ static ft_status load_weights(ft_model *m, wavlm *w, ft_config *cfg) {
         l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.k_proj.bias", p, i);
         l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.v_proj.weight", p, i);
         l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.v_proj.bias", p, i);
+        ft_weights_pack(m, (ft_tensor *[]){l->wq, l->wk, l->wv}, 3);
+        ft_weights_pack(m, (ft_tensor *[]){l->bq, l->bk, l->bv}, 3);
         l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.out_proj.weight", p, i);
         l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.out_proj.bias", p, i);
         l->gru_const = ft_weight(m, FT_W_SHAPE(1, H, 1, 1), "%s.%d.attention.gru_rel_pos_const", p, i);

@@ -237,3 +237,39 @@ bool ft_weight_exists(ft_model *m, const char *fmt, ...) {
     va_end(ap);
     return lookup(m, name, found, sizeof found) != NULL;
 }
+
+ft_status ft_weights_pack(ft_model *m, ft_tensor *const *parts, int n) {
+    ft_ctx *ctx = m->ctx;
+    if (ctx->status != FT_OK) return ctx->status;
+    if (m->opt.mode == FT_MODE_EAGER || n < 2) return FT_OK;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const ft_tensor *p = parts[i];
+        if (!p || !p->block || p->dtype != parts[0]->dtype || !ft_tensor_contiguous(p) ||
+            ft_nbytes(p) % 256 != 0)
+            return FT_OK;
+        total += ft_nbytes(p);
+    }
+    ft_block *b = ft_allocator_alloc(&ctx->alloc, ctx, total);
+    if (!b) return ctx->status;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        ft_status st = ft_tensor_copy_raw(ctx, (char *)b->ptr + off, parts[i]);
+        if (st != FT_OK) {
+            ft_block_unref(b);
+            return st;
+        }
+        off += ft_nbytes(parts[i]);
+    }
+    off = 0;
+    for (int i = 0; i < n; i++) {
+        ft_tensor *p = parts[i];
+        ft_block_unref(p->block); /* stream-ordered: the copy above runs first */
+        b->refs++;
+        p->block = b;
+        p->data = (char *)b->ptr + off;
+        off += ft_nbytes(p);
+    }
+    ft_block_unref(b); /* the parts hold the block now */
+    return FT_OK;
+}

@@ -283,10 +283,41 @@ static void test_resnet_conv_bn_folded(void) {
     ft_ctx_free(ctx);
 }
 
+/* The loader packs each layer's Q/K/V weights back to back in graph mode, so the
+ * Q/K/V merge stacks them without a copy: merged, and no extra constant bytes. */
+static void test_qkv_stack_is_packed(void) {
+    if (fusion_disabled()) return;
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    golden_case gc;
+    if (!ctx || golden_open(ctx, "bert", &gc) != 0) {
+        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
+        ft_ctx_free(ctx);
+        return;
+    }
+    for (int k = 0; k < 2; k++) {
+        ft_model_options o = ft_model_options_default();
+        o.mode = k ? FT_MODE_STATIC : FT_MODE_GRAPH;
+        ft_model *m = NULL;
+        CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+        if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+        ft_graph_stats gs;
+        if (m && ft_model_graph_stats(m, &gs) == FT_OK) {
+            CHECK(gs.qkv_merged == 2, "%s: QKV merged in %d of 2 layers", ft_mode_name(o.mode), gs.qkv_merged);
+            CHECK(gs.const_bytes == 0, "%s: %zu bytes of stacked weights copied", ft_mode_name(o.mode),
+                  gs.const_bytes);
+        }
+        ft_model_free(m);
+    }
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 int main(void) {
     (void)ft_test_golden_dir;
     RUN(test_bert_kernels_per_layer);
     RUN(test_resnet_conv_bn_folded);
+    RUN(test_qkv_stack_is_packed);
     RUN(test_golden_graph_cpu);
     RUN(test_golden_static_cpu);
     RUN(test_golden_graph_cuda);
