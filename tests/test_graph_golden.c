@@ -48,21 +48,28 @@ static void test_golden_graph_cuda(void) {
     run_cases(FT_DEVICE_CUDA, FT_MODE_STATIC);
 }
 
+/* A context on `dev` with golden case `name` open; 0, or -1 after recording why
+ * (a missing CUDA device is a skip, anything else a failure). */
+static int open_case(ft_device dev, const char *name, ft_ctx **ctx, golden_case *gc) {
+    *ctx = NULL;
+    if (dev == FT_DEVICE_CUDA && ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return -1;
+    }
+    CHECK_OK(*ctx, ft_ctx_create(dev, ctx));
+    if (*ctx && golden_open(*ctx, name, gc) == 0) return 0;
+    CHECK(0, "golden %s: %s", name, *ctx ? ft_ctx_errmsg(*ctx) : "");
+    ft_ctx_free(*ctx);
+    *ctx = NULL;
+    return -1;
+}
+
 /* Graph and static mode on CUDA run the same kernels on the same plan: the
  * outputs must agree to the bit, for a first input and for new values replayed. */
 static void test_cuda_graph_static_bitwise(void) {
-    if (ft_cuda_device_count() == 0) {
-        SKIP("no CUDA device");
-        return;
-    }
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CUDA, &ctx));
     golden_case gc;
-    if (!ctx || golden_open(ctx, "bert", &gc) != 0) {
-        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
-        ft_ctx_free(ctx);
-        return;
-    }
+    if (open_case(FT_DEVICE_CUDA, "bert", &ctx, &gc)) return;
     ft_model *m[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; k++) {
         ft_model_options o = ft_model_options_default();
@@ -109,18 +116,9 @@ static void test_cuda_graph_static_bitwise(void) {
  * data. The eager outputs are held while the static plan replays on new values,
  * so a scratch block handed back to the allocator would corrupt one of them. */
 static void test_cuda_static_scratch_owned(void) {
-    if (ft_cuda_device_count() == 0) {
-        SKIP("no CUDA device");
-        return;
-    }
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CUDA, &ctx));
     golden_case gc;
-    if (!ctx || golden_open(ctx, "resnet", &gc) != 0) {
-        CHECK(0, "golden resnet: %s", ctx ? ft_ctx_errmsg(ctx) : "");
-        ft_ctx_free(ctx);
-        return;
-    }
+    if (open_case(FT_DEVICE_CUDA, "resnet", &ctx, &gc)) return;
     ft_model *eager = NULL, *stat = NULL;
     ft_model_options o = ft_model_options_default();
     CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &eager));
@@ -255,13 +253,8 @@ static void test_resnet_conv_bn_folded(void) {
         return;
     }
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
     golden_case gc;
-    if (!ctx || golden_open(ctx, "resnet", &gc) != 0) {
-        CHECK(0, "golden resnet: %s", ctx ? ft_ctx_errmsg(ctx) : "");
-        ft_ctx_free(ctx);
-        return;
-    }
+    if (open_case(FT_DEVICE_CPU, "resnet", &ctx, &gc)) return;
     ft_model_options o = ft_model_options_default();
     o.mode = FT_MODE_GRAPH;
     ft_model *m = NULL;
@@ -288,13 +281,8 @@ static void test_resnet_conv_bn_folded(void) {
 static void test_qkv_stack_is_packed(void) {
     if (fusion_disabled()) return;
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
     golden_case gc;
-    if (!ctx || golden_open(ctx, "bert", &gc) != 0) {
-        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
-        ft_ctx_free(ctx);
-        return;
-    }
+    if (open_case(FT_DEVICE_CPU, "bert", &ctx, &gc)) return;
     for (int k = 0; k < 2; k++) {
         ft_model_options o = ft_model_options_default();
         o.mode = k ? FT_MODE_STATIC : FT_MODE_GRAPH;
