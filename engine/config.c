@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,11 @@ ft_status ft_config_int(ft_config *c, const char *key, int64_t def, int64_t *out
     }
     if (!ft_json_is_integer(v)) return wrong_type(c, name, "an integer", v);
     *out = ft_json_int(v);
+    /* no Hugging Face size, count or id needs more; beyond it, shape arithmetic
+     * downstream could overflow */
+    if (*out > INT32_MAX || *out < -(int64_t)INT32_MAX)
+        return ft_config_error(c, "'%s' is %lld, out of range (at most %d in magnitude)", name,
+                               (long long)*out, INT32_MAX);
     return FT_OK;
 }
 
@@ -206,6 +212,9 @@ ft_status ft_config_int_array(ft_config *c, const char *key, const int64_t *def,
                                 name, i, describe(e, d, sizeof d));
         }
         out[i] = ft_json_int(e);
+        if (out[i] > INT32_MAX || out[i] < -(int64_t)INT32_MAX)
+            return ft_config_error(c, "'%s' element %d is %lld, out of range (at most %d in magnitude)",
+                                   name, i, (long long)out[i], INT32_MAX);
     }
     *n = len;
     return FT_OK;

@@ -107,6 +107,9 @@ static void random_fill(ft_model *m, const char *name, float *dst, int64_t n) {
 
 /* ---- fetching ---- */
 
+/* 2^40 elements (4 TiB in f32): more than any device holds, far from int64 overflow */
+#define FT_MAX_WEIGHT_ELEMS ((int64_t)1 << 40)
+
 static bool is_buffer(const char *name) {
     return ends_with(name, "running_mean") || ends_with(name, "running_var") ||
            ends_with(name, "num_batches_tracked");
@@ -132,6 +135,17 @@ static const char *source_file(const ft_model *m) {
 static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *shape, const char *name) {
     ft_ctx *ctx = m->ctx;
     if (ctx->status != FT_OK) return NULL;
+    /* sizes come from config.json: refuse what no device could hold before any
+     * arithmetic on them can overflow */
+    int64_t total = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || shape[i] > FT_MAX_WEIGHT_ELEMS || (shape[i] && total > FT_MAX_WEIGHT_ELEMS / shape[i])) {
+            ft_set_error(ctx, FT_ERR_SHAPE, "%s: the config implies an impossible size for '%s' (dimension %d is %lld)",
+                         source_file(m), name, i, (long long)shape[i]);
+            return NULL;
+        }
+        total *= shape[i];
+    }
     ft_tensor *t = ft_tensor_new_persistent(ctx);
     if (!t) return NULL;
     t->dtype = dtype;

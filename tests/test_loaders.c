@@ -471,7 +471,7 @@ static void test_config_types(void) {
     const char *json =
         "{\"i\": 768, \"f\": 12.0, \"e\": 1e3, \"big\": 99999999999999999999, \"t\": true,"
         " \"one\": 1, \"s\": \"x\", \"n\": null, \"arr\": [1, 2, 3], \"farr\": [1, 2.5],"
-        " \"neg\": -5, \"alias_b\": 9}";
+        " \"neg\": -5, \"alias_b\": 9, \"huge\": 4294967297, \"harr\": [1, -4294967297]}";
     ft_config c;
     CHECK_OK(ctx, ft_config_from_string(ctx, json, "preset:test", &c));
     int64_t v = 0, arr[4];
@@ -519,6 +519,11 @@ static void test_config_types(void) {
                 "preset:test", "'arr'", NULL, "array too long");
     check_error(ctx, ft_config_int_array(&c, "i", def, 2, arr, 4, &n), FT_ERR_FORMAT, "preset:test",
                 "'i'", "array", "array on int");
+    /* sizes beyond int32 are refused before any shape arithmetic can overflow */
+    check_error(ctx, ft_config_int(&c, "huge", 0, &v), FT_ERR_FORMAT, "preset:test", "'huge'",
+                "out of range", "huge int");
+    check_error(ctx, ft_config_int_array(&c, "harr", def, 2, arr, 4, &n), FT_ERR_FORMAT,
+                "preset:test", "'harr' element 1", "out of range", "huge array element");
     CHECK(ft_config_architecture(&c) == NULL, "no architectures");
     ft_config_free(&c);
 
