@@ -5,7 +5,8 @@
  * The model is a post-LN encoder whose blocks after the first mean-pool the
  * query of their first layer, with Transformer-XL style relative attention:
  * content, positional (sinusoids projected by r_kernel, "relative_shift") and
- * token-type (seg_embed) score terms. Everything that depends only on the
+ * token-type (seg_embed) score terms ("factorized" positional terms instead:
+ * funnel_factorized.c). Everything that depends only on the
  * sequence length - the length schedule, the relative-distance sinusoids and
  * their r_kernel projections, the gather tables of the relative shift, the CLS
  * masks - is worked out on the host (funnel_sched.c) and uploaded once per
@@ -81,11 +82,9 @@ static ft_status read_config(funnel *f, ft_config *c) {
     if (!strcmp(pool, "mean")) f->pool_kind = 0;
     else if (!strcmp(pool, "max")) f->pool_kind = 1;
     else return ft_config_error(c, "pooling_type '%s' is not supported (mean, max)", pool);
-    if (!strcmp(att, "factorized"))
-        return ft_set_error(c->ctx, FT_ERR_UNSUPPORTED,
-                            "%s: attention_type 'factorized' is not supported (relative_shift only)", c->source);
-    if (strcmp(att, "relative_shift"))
-        return ft_config_error(c, "attention_type '%s' is not supported (relative_shift)", att);
+    f->factorized = !strcmp(att, "factorized");
+    if (!f->factorized && strcmp(att, "relative_shift"))
+        return ft_config_error(c, "attention_type '%s' is not supported (relative_shift, factorized)", att);
     if (!(eps > 0)) return ft_config_error(c, "layer_norm_eps must be positive");
     f->eps = (float)eps;
     if (f->type_vocab < 3) f->type_vocab = 3; /* type 2 always means <cls> */
@@ -211,6 +210,7 @@ static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
 typedef struct fn_att_in {
     ft_tensor *rk;       /* [T, N*Dh] relative sinusoids projected by r_kernel */
     ft_tensor *idx;      /* [1, Lq*Lk] flat relative-shift gather of [Lq, T] */
+    ft_tensor *fq, *fk;  /* factorized instead of rk/idx: [Lq, 2, D] phi, pi; [2D, Lk] psi, omega */
     ft_tensor *cls;      /* [Lq, Lk] CLS mask (separate_cls), or NULL */
     ft_tensor *ct1, *ct0; /* [B, 1, Lq, Lk] cls * same-segment / cls * other-segment; NULL = cls / 0 */
     ft_tensor *madd;     /* [B, 1, 1, Lk] f32 additive key mask, or NULL */
@@ -239,18 +239,24 @@ static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer 
     ft_tensor_release(ctx, qw);
     ft_tensor_release(ctx, k);
 
-    /* positional: (q + r_r_bias) . Rk[t] for every tabulated distance t, then the
-     * relative shift picks t(i, j) per query/key pair */
-    ft_tensor *qr = ft_add(ctx, qh, rr);
-    ft_tensor *rkt = ft_permute(ctx, ft_reshape(ctx, a->rk, 3, FT_SHAPE(a->T, N, Dh)), (const int[]){1, 2, 0});
-    ft_tensor *pf = ft_matmul(ctx, head_major(ctx, qr, N), rkt, 1.0f); /* [N, B*Lq, T] */
+    /* positional [B, N, Lq, Lk], a view of pg */
+    ft_tensor *qr = ft_add(ctx, qh, rr), *pg = NULL, *pos;
+    if (a->fq) {
+        pos = fn_fz_positional(ctx, f, L, head_major(ctx, qr, N), B, a->fq, a->fk, &pg);
+    } else {
+        /* (q + r_r_bias) . Rk[t] for every tabulated distance t, then the relative
+         * shift picks t(i, j) per query/key pair */
+        ft_tensor *rkt = ft_permute(ctx, ft_reshape(ctx, a->rk, 3, FT_SHAPE(a->T, N, Dh)), (const int[]){1, 2, 0});
+        ft_tensor *pf = ft_matmul(ctx, head_major(ctx, qr, N), rkt, 1.0f); /* [N, B*Lq, T] */
+        pg = ft_gather_last(ctx, ft_reshape(ctx, pf, 4, FT_SHAPE(N, B, 1, Lq * a->T)), a->idx);
+        ft_tensor_release(ctx, pf);
+        pos = ft_permute(ctx, ft_reshape(ctx, pg, 4, FT_SHAPE(N, B, Lq, Lk)), (const int[]){1, 0, 2, 3});
+    }
     ft_tensor_release(ctx, qr);
-    ft_tensor *pg = ft_gather_last(ctx, ft_reshape(ctx, pf, 4, FT_SHAPE(N, B, 1, Lq * a->T)), a->idx);
-    ft_tensor_release(ctx, pf);
-    ft_tensor *pos = ft_permute(ctx, ft_reshape(ctx, pg, 4, FT_SHAPE(N, B, Lq, Lk)), (const int[]){1, 0, 2, 3});
-    if (a->cls) pos = ft_mul(ctx, pos, a->cls);
-    ft_tensor *sum = ft_add(ctx, score, pos);
+    ft_tensor *posm = a->cls ? ft_mul(ctx, pos, a->cls) : pos;
+    ft_tensor *sum = ft_add(ctx, score, posm);
     ft_tensor_release(ctx, score);
+    if (posm != pos) ft_tensor_release(ctx, posm);
     ft_tensor_release(ctx, pos);
     ft_tensor_release(ctx, pg);
     score = sum;
@@ -360,8 +366,13 @@ static ft_status fn_run_layer(ft_model *m, funnel *f, const fn_sched *s, fn_cons
     fn_seg_geom(ctx, s, c, sg, g);
     fn_att_in a;
     memset(&a, 0, sizeof a);
-    a.rk = fn_consts_rk(ctx, f, c, li, g);
-    a.idx = c->idx[g];
+    if (f->factorized) {
+        a.fq = c->fq[g];
+        a.fk = c->fk[g];
+    } else {
+        a.rk = fn_consts_rk(ctx, f, c, li, g);
+        a.idx = c->idx[g];
+    }
     a.cls = c->cls[g];
     a.ct1 = sg->ct1[g];
     a.ct0 = sg->ct0[g];

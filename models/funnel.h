@@ -1,6 +1,7 @@
 /*
- * funnel.h - shared between funnel.c (load, forward) and funnel_sched.c (the
- * host-side length schedule and the per-length device constants).
+ * funnel.h - shared between funnel.c (load, forward), funnel_sched.c (the
+ * host-side length schedule and the per-length device constants) and
+ * funnel_factorized.c (attention_type "factorized": its tables and score).
  */
 #ifndef FT_FUNNEL_H
 #define FT_FUNNEL_H
@@ -33,6 +34,8 @@ typedef struct fn_consts {
     ft_tensor *idx[FN_MAX_GEOM]; /* [1, Lq*Lk] i64 flat relative-shift gather of [Lq, T] */
     ft_tensor *cls[FN_MAX_GEOM]; /* [Lq, Lk] CLS mask, NULL without separate_cls */
     ft_tensor *R[FN_MAX_GEOM];   /* [T, D] sinusoids of the tabulated distances */
+    ft_tensor *fq[FN_MAX_GEOM];  /* factorized: [Lq, 2, D] phi, pi at the query rows */
+    ft_tensor *fk[FN_MAX_GEOM];  /* factorized: [2*D, Lk] psi^T over omega^T at the key rows */
     ft_tensor *sel[FN_MAX_BLOCKS]; /* [K+1, L] i64 original row of each row, NULL at block 0 */
     ft_tensor *tt_v, *tt_w;      /* [K, K+1] token-type codes: v(a) . w(b) = same segment */
     ft_tensor **rk;              /* [layers * 2] R . r_kernel per layer and geometry kind */
@@ -47,6 +50,7 @@ typedef struct funnel {
     float eps;
     int pool_kind; /* ft_pool_dim kind: 0 mean, 1 max */
     bool separate_cls, truncate_seq, pool_q_only;
+    bool factorized; /* attention_type "factorized" instead of "relative_shift" */
     ft_op act;
     ft_tensor *word, *emb_ln_w, *emb_ln_b; /* [V, D], [D] */
     fn_layer *layer; /* encoder layers (block by block), then decoder layers */
@@ -85,5 +89,17 @@ void fn_consts_put(funnel *f, fn_consts *c, fn_consts *local);
 void fn_consts_free(fn_consts *c);
 /* R . r_kernel [T, N*Dh] of layer li for geometry g, computed once per length. */
 ft_tensor *fn_consts_rk(ft_ctx *ctx, const funnel *f, fn_consts *c, int64_t li, int g);
+/* f32 host values as a constant of dtype dt (persistent when c is a kept cache slot). */
+ft_tensor *fn_upload_float(ft_ctx *ctx, fn_consts *c, ft_dtype dt, int ndim, const int64_t *shape,
+                           float *data, int64_t n);
+
+/* ---- attention_type "factorized" (funnel_factorized.c) ---- */
+
+/* c->fq[g] and c->fk[g]: HF's phi, pi (query rows) and psi, omega (key rows). */
+ft_status fn_fz_build_geom(ft_ctx *ctx, const funnel *f, const fn_sched *s, fn_consts *c, int g, ft_dtype dt);
+/* The positional score [B, N, Lq, Lk] (before the CLS mask) of qr = q + r_r_bias
+ * given head-major [N, B*Lq, Dh]; *base gets the tensor the result views. */
+ft_tensor *fn_fz_positional(ft_ctx *ctx, const funnel *f, const fn_layer *L, ft_tensor *qr, int64_t B,
+                            ft_tensor *fq, ft_tensor *fk, ft_tensor **base);
 
 #endif /* FT_FUNNEL_H */

@@ -89,7 +89,8 @@ ft_status fn_sched_build(ft_ctx *ctx, const funnel *f, int64_t S, fn_sched *s) {
     }
     for (int g = 0; g < FN_MAX_GEOM; g++) {
         const fn_geom *ge = &s->geom[g];
-        if (ge->used && ge->cols != ge->lk && ge->cols != 1) {
+        /* factorized attention has no relative shift: any length works */
+        if (ge->used && !f->factorized && ge->cols != ge->lk && ge->cols != 1) {
             fn_sched_free(s);
             return ft_set_error(ctx, FT_ERR_SHAPE,
                                 "Funnel: sequence length %lld gives block %d a relative table of %lld "
@@ -122,6 +123,8 @@ void fn_consts_free(fn_consts *c) {
             ft_tensor_free_persistent(c->idx[g]);
             ft_tensor_free_persistent(c->cls[g]);
             ft_tensor_free_persistent(c->R[g]);
+            ft_tensor_free_persistent(c->fq[g]);
+            ft_tensor_free_persistent(c->fk[g]);
         }
         for (int b = 0; b < FN_MAX_BLOCKS; b++) ft_tensor_free_persistent(c->sel[b]);
         ft_tensor_free_persistent(c->tt_v);
@@ -140,9 +143,8 @@ static ft_tensor *upload(ft_ctx *ctx, fn_consts *c, ft_dtype dt, int ndim, const
     return ft_tensor_keep(ctx, t);
 }
 
-/* f32 host values as a constant of the model dtype */
-static ft_tensor *upload_float(ft_ctx *ctx, fn_consts *c, ft_dtype dt, int ndim, const int64_t *shape,
-                               float *data, int64_t n) {
+ft_tensor *fn_upload_float(ft_ctx *ctx, fn_consts *c, ft_dtype dt, int ndim, const int64_t *shape,
+                           float *data, int64_t n) {
     if (dt == FT_DTYPE_F32) return upload(ctx, c, dt, ndim, shape, data);
     void *tmp = malloc((size_t)(n ? n : 1) * ft_dtype_size(dt));
     if (!tmp) {
@@ -158,7 +160,9 @@ static ft_tensor *upload_float(ft_ctx *ctx, fn_consts *c, ft_dtype dt, int ndim,
 static ft_status build_geom(ft_ctx *ctx, const funnel *f, const fn_sched *s, fn_consts *c, int g,
                             ft_dtype dt) {
     const fn_geom *ge = &s->geom[g];
-    int64_t lq = ge->lq, lk = ge->lk, T = ge->T, D = f->d, half = f->d / 2;
+    /* factorized attention needs its phi/pi/psi/omega rows instead of the distance table */
+    if (f->factorized && fn_fz_build_geom(ctx, f, s, c, g, dt)) return ctx->status;
+    int64_t lq = ge->lq, lk = ge->lk, T = f->factorized ? 0 : ge->T, D = f->d, half = f->d / 2;
     size_t nidx = (size_t)(lq * lk), nr = (size_t)(T * D);
     int64_t *idx = (int64_t *)malloc(nidx * sizeof *idx);
     float *buf = (float *)malloc((nidx > nr ? nidx : nr) * sizeof *buf);
@@ -167,27 +171,29 @@ static ft_status build_geom(ft_ctx *ctx, const funnel *f, const fn_sched *s, fn_
         free(buf);
         return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
     }
-    /* HF keeps `cols` key columns; a single one broadcasts over the keys */
-    for (int64_t i = 0; i < lq; i++)
-        for (int64_t j = 0; j < lk; j++)
-            idx[i * lk + j] = ge->shift * lq + i * (T - ge->shift) + (ge->cols == 1 ? 0 : j);
-    c->idx[g] = upload(ctx, c, FT_DTYPE_I64, 2, FT_SHAPE(1, lq * lk), idx);
-    /* sinusoids [sin | cos] of each distance, in double like the float64 reference, then rounded */
-    for (int64_t t = 0; t < T; t++) {
-        double d = (double)(ge->max_dist - t * ge->stride);
-        for (int64_t k = 0; k < half; k++) {
-            double inv = 1.0 / pow(10000.0, (double)k / (double)half);
-            buf[t * D + k] = (float)sin(d * inv);
-            buf[t * D + half + k] = (float)cos(d * inv);
+    if (!f->factorized) {
+        /* HF keeps `cols` key columns; a single one broadcasts over the keys */
+        for (int64_t i = 0; i < lq; i++)
+            for (int64_t j = 0; j < lk; j++)
+                idx[i * lk + j] = ge->shift * lq + i * (T - ge->shift) + (ge->cols == 1 ? 0 : j);
+        c->idx[g] = upload(ctx, c, FT_DTYPE_I64, 2, FT_SHAPE(1, lq * lk), idx);
+        /* sinusoids [sin | cos] of each distance, in double like the float64 reference, then rounded */
+        for (int64_t t = 0; t < T; t++) {
+            double d = (double)(ge->max_dist - t * ge->stride);
+            for (int64_t k = 0; k < half; k++) {
+                double inv = 1.0 / pow(10000.0, (double)k / (double)half);
+                buf[t * D + k] = (float)sin(d * inv);
+                buf[t * D + half + k] = (float)cos(d * inv);
+            }
         }
+        c->R[g] = fn_upload_float(ctx, c, dt, 2, FT_SHAPE(T, D), buf, T * D);
     }
-    c->R[g] = upload_float(ctx, c, dt, 2, FT_SHAPE(T, D), buf, T * D);
     if (f->separate_cls) {
         /* no positional or token-type term on the <cls> row and column */
         const int64_t *oq = s->orig[ge->qlev], *ok = s->orig[ge->klev];
         for (int64_t i = 0; i < lq; i++)
             for (int64_t j = 0; j < lk; j++) buf[i * lk + j] = (oq[i] != 0 && ok[j] != 0) ? 1.0f : 0.0f;
-        c->cls[g] = upload_float(ctx, c, dt, 2, FT_SHAPE(lq, lk), buf, lq * lk);
+        c->cls[g] = fn_upload_float(ctx, c, dt, 2, FT_SHAPE(lq, lk), buf, lq * lk);
     }
     free(idx);
     free(buf);
@@ -228,8 +234,8 @@ static ft_status build(ft_ctx *ctx, const funnel *f, const fn_sched *s, fn_const
             w[a * (K + 1) + a + 1] = 1.0f;
         }
     }
-    c->tt_v = upload_float(ctx, c, dt, 2, FT_SHAPE(K, K + 1), v, K * (K + 1));
-    c->tt_w = upload_float(ctx, c, dt, 2, FT_SHAPE(K, K + 1), w, K * (K + 1));
+    c->tt_v = fn_upload_float(ctx, c, dt, 2, FT_SHAPE(K, K + 1), v, K * (K + 1));
+    c->tt_w = fn_upload_float(ctx, c, dt, 2, FT_SHAPE(K, K + 1), w, K * (K + 1));
     free(v);
     free(w);
     return ctx->status;

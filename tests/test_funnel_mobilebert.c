@@ -703,8 +703,8 @@ static void test_bad_inputs(void) {
     make_tmpdir();
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
     struct { const char *gcase, *cfg, *needle; ft_status want; } bad[] = {
-        {"funnel", "{" FUNNEL_BASE_CFG ", \"block_sizes\": [1, 1, 1], \"attention_type\": \"factorized\"}",
-         "factorized", FT_ERR_UNSUPPORTED},
+        {"funnel", "{" FUNNEL_BASE_CFG ", \"block_sizes\": [1, 1, 1], \"attention_type\": \"relative\"}",
+         "attention_type", FT_ERR_FORMAT},
         {"funnel", "{" FUNNEL_BASE_CFG ", \"block_sizes\": [1, 1, 1], \"block_repeats\": [1, 1]}", "block_repeats",
          FT_ERR_FORMAT},
         {"funnel", "{" FUNNEL_BASE_CFG ", \"block_sizes\": [1, 2, 1]}", "encoder.blocks.1.1", FT_ERR_NOT_FOUND},
