@@ -192,16 +192,32 @@ static ft_status register_outputs(ft_model *m, ft_plan *p) {
     return FT_OK;
 }
 
+/* Static mode has no per-step hooks: with hooks installed (a profiler, NVTX)
+ * the whole plan shows as one op, named by these pseudo nodes. */
+#ifdef FT_WITH_CUDA
+static const ft_tensor graph_launch_op = {.op = FT_OP_NONE, .id = -1, .name = "graph_launch"};
+#endif
+static const ft_tensor static_plan_op = {.op = FT_OP_NONE, .id = -1, .name = "static_plan"};
+
 static ft_status plan_run(ft_model *m, ft_plan *p) {
     ft_ctx *ctx = m->ctx;
     ft_status st = copy_inputs(m, p);
     if (st != FT_OK) return st;
     run_args a = {ctx, p};
+    const ft_dispatch_hooks *h = p->is_static ? ctx->hooks : NULL;
+    const ft_tensor *whole = &static_plan_op;
+#ifdef FT_WITH_CUDA
+    if (p->cg) whole = &graph_launch_op;
+#endif
+    if (h && h->op_begin) h->op_begin(h->user, whole);
+    if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, whole);
     if (!p->is_static) st = run_hooked(ctx, p);
 #ifdef FT_WITH_CUDA
     else if (p->cg) st = ft_cuda_graph_launch(ctx, p->cg);
 #endif
     else st = run_bare(&a);
+    if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, whole);
+    if (h && h->op_end) h->op_end(h->user, whole, st);
     if (st != FT_OK) return st;
     return register_outputs(m, p);
 }
@@ -323,12 +339,13 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         p->arena = ft_allocator_alloc(&ctx->alloc, ctx, mp.arena_bytes ? mp.arena_bytes : 1);
         if (!p->arena) st = ctx->status;
     }
-    if (st == FT_OK) ft_plan_bind_memory(p->g, offs, p->arena->ptr);
-    free(offs);
     size_t const_bytes = 0;
     for (int i = 0; st == FT_OK && i < p->g->n_owned; i++)
         if (p->g->owned[i]->block) const_bytes += ft_nbytes(p->g->owned[i]);
+    /* constants first: binding gives views their pointers, views of constants too */
     if (st == FT_OK) st = upload_constants(p->g, &const_bytes);
+    if (st == FT_OK) ft_plan_bind_memory(p->g, offs, p->arena->ptr);
+    free(offs);
     /* stacked weights shared by the model's plans; a stack the loader packed
      * (ft_weights_pack) is the weights' own memory and costs nothing extra */
     for (int i = 0; st == FT_OK && p->g->cache && i < p->g->cache->n; i++) {
