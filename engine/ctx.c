@@ -153,6 +153,14 @@ void ft_ctx_free(ft_ctx *ctx) {
     free(ctx);
 }
 
+ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+    if (!(us >= 0 && us <= 1e6)) /* also refuses NaN */
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "op host cost %g us: must be in [0, 1e6]", us);
+    ctx->extra_op_cost_us = us;
+    return FT_OK;
+}
+
 ft_device ft_ctx_device(const ft_ctx *ctx) { return ctx ? ctx->device : FT_DEVICE_CPU; }
 ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_ERR_INVALID_ARG; }
 const char *ft_ctx_errmsg(const ft_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }

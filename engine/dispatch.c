@@ -56,7 +56,9 @@ ft_kernel_fn ft_select_kernel(const ft_ctx *ctx, const ft_tensor *node) {
 }
 
 /* The emulated per-op host cost (FT_OP_HOST_COST_US): a busy wait, as a slower
- * framework's bookkeeping would be. */
+ * framework's bookkeeping would be. Spent in the SELECT phase of ft_dispatch,
+ * where a real framework resolves dispatch keys and kernels, so profiles
+ * charge it to the host and not to LAUNCH (the CPU device's busy time). */
 static void spin_us(double us) {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -70,7 +72,6 @@ ft_status ft_node_launch(ft_ctx *ctx, ft_tensor *node) {
     if (!fn)
         return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no %s kernel for this op",
                             ft_device_name(ctx->device));
-    if (ctx->extra_op_cost_us > 0) spin_us(ctx->extra_op_cost_us);
     ft_status st = (ft_status)fn(ctx, node);
 #ifdef FT_WITH_CUDA
     if (st == FT_OK && ctx->device == FT_DEVICE_CUDA) st = ft_cuda_after_launch(ctx, ft_op_name(node->op));
@@ -144,8 +145,9 @@ ft_tensor *ft_dispatch(ft_ctx *ctx, ft_op op, ft_tensor *const *src, int n_src,
     if (ft_tensor_alloc_storage(ctx, node) != FT_OK) return fail(ctx, node);
     HOOK(phase_end, FT_PHASE_ALLOC, node);
 
-    /* SELECT: the backend's kernel */
+    /* SELECT: the backend's kernel (and the emulated framework cost, if any) */
     HOOK(phase_begin, FT_PHASE_SELECT, node);
+    if (ctx->extra_op_cost_us > 0) spin_us(ctx->extra_op_cost_us);
     ft_kernel_fn fn = ft_select_kernel(ctx, node);
     HOOK(phase_end, FT_PHASE_SELECT, node);
     if (!fn) {

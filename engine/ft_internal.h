@@ -198,6 +198,7 @@ struct ft_ctx {
     int sync_debug;       /* FT_SYNC_DEBUG=1: synchronize after every op (CUDA) */
     double extra_op_cost_us; /* emulated per-op host cost (FT_OP_HOST_COST_US) */
     ft_scratch_pool *scratch_pool; /* set by the executor around warm-up and capture */
+    struct ft_profiler *profiler;  /* the profiler made for this context, if any (engine/profiler.c) */
 };
 
 /* Records an error in the context (keeps the first one while an error is pending,

@@ -14,7 +14,8 @@ static const char *const phase_names[FT_PHASE_COUNT] = {"check", "infer", "alloc
 
 static void op_begin(void *user, const ft_tensor *node) {
     (void)user;
-    nvtxRangePushA(ft_op_name(node->op));
+    /* a leaf with a name is a whole-plan pseudo op (static mode's graph_launch) */
+    nvtxRangePushA(node->op == FT_OP_NONE && node->name[0] ? node->name : ft_op_name(node->op));
 }
 static void phase_begin(void *user, ft_phase ph, const ft_tensor *node) {
     (void)user;

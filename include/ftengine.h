@@ -457,6 +457,207 @@ ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft
 /** Built-in presets: returns the i-th name, or NULL past the end. */
 const char *ft_preset_name(int i);
 
+/* ------------------------------------------------------------------------- */
+/* Profiler: per-op phase timers, CUPTI kernel records, overhead metrics      */
+/* ------------------------------------------------------------------------- */
+/*
+ * An ft_profiler attributes the host time of a measured window to ops and to the
+ * dispatcher's phases, and (CUDA builds with CUPTI) the device time to kernels,
+ * copies and memsets linked back to the op that launched them. It answers the
+ * framework-tax question: of the window's wall time, how much had the device
+ * busy, and where did the rest go?
+ *
+ *     ft_profiler *p = NULL;
+ *     ft_profiler_options po = ft_profiler_options_default();
+ *     ft_profiler_create(ctx, &po, &p);        // before loading the model: CUPTI
+ *                                              // wants to be on before modules load
+ *     ... load, warm up ...
+ *     ft_profiler_start(p);
+ *     for (i = 0; i < iters; i++) ft_model_forward(m, in, n);
+ *     ft_profiler_stop(p);                     // waits for the device, then computes
+ *     ft_profile_summary s;
+ *     ft_profiler_summary(p, &s);
+ *     ft_profiler_write_chrome_trace(p, "trace.json");   // Perfetto / chrome://tracing
+ *     ft_profiler_free(p);
+ *
+ * What is recorded, per op call inside the window: the op name, its node id (the
+ * position in the graph in graph mode, -1 in eager), its output shape and dtype,
+ * its status, its host span (dispatcher entry to return) and the span of each
+ * phase it went through (check, infer, alloc, select, launch). Graph mode records
+ * one op per plan step (launch phase only: the rest was resolved at plan time);
+ * static mode records the whole plan as one op, "graph_launch" (one CUDA Graph
+ * replay) or "static_plan" (the plan walked without a graph). All times come from
+ * one clock, CLOCK_MONOTONIC_RAW in nanoseconds; CUPTI is told to use it too.
+ *
+ * The emulated framework cost (FT_OP_HOST_COST_US or ft_ctx_set_op_host_cost)
+ * is spent in the SELECT phase of eager ops; graph and static modes do not pay it.
+ *
+ * Device busy time: on CUDA with CUPTI, the union of kernel, memcpy and memset
+ * intervals inside the window; on the CPU device, where kernels run inside the
+ * dispatcher, the union of LAUNCH phases; on CUDA without CUPTI it is unknown
+ * (busy_source = FT_BUSY_NONE, busy and overhead stay 0).
+ *
+ * Costs: with no profiler window open the dispatcher pays nothing (the hooks are
+ * installed by start and removed by stop). Inside a window each op pays about a
+ * dozen clock reads, plus an external-correlation push/pop with CUPTI. Record
+ * storage is allocated by create (max_ops records); ops past it are counted in
+ * ops_dropped, never allocated on the fly. CUPTI, once enabled by a profiler on a
+ * CUDA context, stays enabled for the life of the process (records outside a
+ * window are discarded): toggling it is what the CUPTI notes warn against.
+ *
+ * One profiler per context; free it before the context. With CUPTI on, one window
+ * may be open at a time in the process (CUPTI state is process-wide). Misuse
+ * (start twice, stop without start) is FT_ERR_INVALID_ARG recorded in the context
+ * like any other error. The library never prints: results come from the getters
+ * and the writers below; names and records stay valid until the next start or free.
+ */
+
+typedef struct ft_profiler ft_profiler;
+
+/** Dispatcher phases as the profiler reports them (the order of the phases). */
+#define FT_PROFILE_PHASES 5
+typedef enum ft_profile_phase {
+    FT_PROFILE_CHECK = 0,
+    FT_PROFILE_INFER = 1,
+    FT_PROFILE_ALLOC = 2,
+    FT_PROFILE_SELECT = 3,
+    FT_PROFILE_LAUNCH = 4
+} ft_profile_phase;
+
+/** "check", "infer", "alloc", "select", "launch" ("?" out of range). */
+const char *ft_profile_phase_name(int phase);
+
+typedef struct ft_profiler_options {
+    int64_t max_ops;         /* op records kept per window (0: 65536); more are counted as dropped */
+    int64_t max_gpu_records; /* CUPTI records kept per window (0: 262144) */
+    int cupti;               /* 1 (default): collect CUPTI records on CUDA when compiled in */
+} ft_profiler_options;
+
+ft_profiler_options ft_profiler_options_default(void);
+
+/**
+ * Creates a profiler for ctx (no window open yet). On a CUDA context it also enables
+ * CUPTI if this build has it and no other CUPTI client (Nsight, compute-sanitizer) is
+ * attached; if CUPTI cannot be used the profiler still works with host timers only,
+ * and ft_profile_summary.cupti_note says why. FT_ERR_INVALID_ARG if ctx already has a
+ * profiler, FT_ERR_OOM if the record storage cannot be allocated.
+ */
+ft_status ft_profiler_create(ft_ctx *ctx, const ft_profiler_options *opt, ft_profiler **out);
+/** Frees the profiler (closing an open window first). NULL is a no-op. */
+void ft_profiler_free(ft_profiler *p);
+
+/** Opens a measured window: waits for the device, clears the previous window's
+ *  results and starts recording. FT_ERR_INVALID_ARG if a window is already open
+ *  (here or, with CUPTI, on another profiler of the process). */
+ft_status ft_profiler_start(ft_profiler *p);
+/** Closes the window: waits for the device (the window's end is that wait's return),
+ *  collects CUPTI records and computes the summary. FT_ERR_INVALID_ARG if no window
+ *  is open. */
+ft_status ft_profiler_stop(ft_profiler *p);
+
+/** Where ft_profile_summary.busy_us comes from. */
+typedef enum ft_busy_source {
+    FT_BUSY_NONE = 0,   /* unknown (CUDA without CUPTI): busy, overhead, gaps are 0 */
+    FT_BUSY_CPU_LAUNCH, /* CPU device: the union of LAUNCH phases (kernels run there) */
+    FT_BUSY_CUPTI       /* CUDA: the union of CUPTI kernel, memcpy and memset intervals */
+} ft_busy_source;
+
+/**
+ * The metrics of the last closed window (microseconds unless named otherwise).
+ * wall = stop - start; busy = |union of device intervals within the window|;
+ * overhead = wall - busy (the framework tax); utilization = busy / wall;
+ * gaps are the pieces of the window the device was idle: leading (start to the
+ * first busy interval), internal (between busy intervals), trailing (last busy
+ * interval to stop); leading + internal + trailing = overhead.
+ */
+typedef struct ft_profile_summary {
+    int valid;                  /* 1 once a window has been closed */
+    ft_device device;
+    ft_busy_source busy_source;
+    double wall_us, busy_us, busy_sum_us, overhead_us, utilization;
+    /* host time of the op records */
+    int64_t ops;                /* op records kept */
+    int64_t ops_dropped;        /* op calls past max_ops (not recorded) */
+    int64_t ops_failed;         /* records whose status was not FT_OK */
+    double op_host_us;          /* sum of op spans (dispatcher entry to return) */
+    double phase_us[FT_PROFILE_PHASES]; /* sum per phase over all ops */
+    double untimed_us;          /* op spans minus their phases: hook calls, code between phases */
+    /* device idle time */
+    int64_t gap_count;          /* internal gaps */
+    double gap_internal_us, gap_max_us, gap_leading_us, gap_trailing_us;
+    /* CUPTI (all 0 without it) */
+    int cupti;                  /* 1 if CUPTI records were collected in this window */
+    char cupti_note[160];       /* why CUPTI is off, or "" */
+    int64_t kernels, memcpys, memsets, runtime_calls;
+    int64_t gpu_records_dropped;/* by CUPTI (no buffer) or past max_gpu_records */
+    int64_t kernels_unlinked;   /* kernels with no op (launched outside the dispatcher hooks) */
+    int64_t kernels_zero_ts;    /* kernels reported with start == end == 0 (left out of busy) */
+    int64_t kernels_before_api; /* linked kernels starting before their launch call (clock trouble) */
+    int64_t correlation_errors; /* external-correlation push/pop calls that failed */
+    int64_t launches;           /* launch calls joined to their first kernel */
+    double launch_latency_mean_us, launch_latency_max_us; /* kernel start - launch API start */
+    double queue_mean_us;       /* mean of max(0, kernel start - launch API end) */
+    double api_mean_us;         /* mean launch API duration */
+    double cupti_overhead_us;   /* CUPTI's own OVERHEAD records within the window */
+} ft_profile_summary;
+
+/** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before
+ *  the first stop. */
+ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out);
+
+/** One op record of the last window. */
+typedef struct ft_profile_op {
+    const char *name;           /* op name, or "graph_launch" / "static_plan" (valid until
+                                   the next ft_profiler_start or free) */
+    int32_t node_id;            /* graph node id, -1 in eager */
+    ft_status status;
+    char shape[96];             /* output "[2,16,64] f32" ("" if none) */
+    double start_us, dur_us;    /* relative to the window's start */
+    double phase_us[FT_PROFILE_PHASES]; /* 0 for phases the op did not go through */
+    double gpu_us;              /* sum of the device intervals linked to it (CUPTI) */
+    int kernels;                /* kernels, copies and memsets linked to it */
+} ft_profile_op;
+
+/** Number of op records of the last window (0 before the first stop). */
+int64_t ft_profiler_op_count(const ft_profiler *p);
+/** Record i (0-based, in call order). FT_ERR_INVALID_ARG if out of range. */
+ft_status ft_profiler_op(const ft_profiler *p, int64_t i, ft_profile_op *out);
+
+/** Per-op-name totals of the last window. */
+typedef struct ft_profile_op_stats {
+    const char *name;           /* valid until the next ft_profiler_start or free */
+    int64_t calls;
+    double host_us;             /* sum of op spans */
+    double phase_us[FT_PROFILE_PHASES];
+    double gpu_us;              /* linked device time (CUPTI) */
+    int64_t kernels;
+} ft_profile_op_stats;
+
+/** Number of distinct op names in the last window. */
+int ft_profiler_op_stats_count(const ft_profiler *p);
+/** Totals of name i, sorted by descending host time. */
+ft_status ft_profiler_op_stats(const ft_profiler *p, int i, ft_profile_op_stats *out);
+
+/**
+ * Writes the last window as Chrome trace-event JSON (opens in https://ui.perfetto.dev
+ * and chrome://tracing): timestamps in microseconds relative to the window's start
+ * (3 decimals), one host process with a slice per op and nested slices per phase
+ * (and per CUDA runtime call with CUPTI), one GPU process per device with a track
+ * per stream and a slice per kernel, copy and memset, and flow arrows from each op
+ * to the device work it launched. Written to a temporary name and renamed, so no
+ * partial file is left on error. FT_ERR_INVALID_ARG before the first stop, FT_ERR_IO
+ * if the file cannot be written.
+ */
+ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path);
+/** Writes one CSV row per op record (name, node, shape, status, start, duration,
+ *  phases, gpu time, kernels; microseconds). Same errors as the trace writer. */
+ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
+
+/** Sets the emulated per-op host cost (what FT_OP_HOST_COST_US sets at context
+ *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
+ *  a slower framework's bookkeeping would take. 0 turns it off. */
+ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
+
 #ifdef __cplusplus
 }
 #endif

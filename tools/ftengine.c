@@ -4,10 +4,17 @@
  *   ftengine run MODEL --inputs IN.safetensors --out OUT.safetensors
  *                [--device cpu|cuda] [--mode eager|graph|static]
  *                [--dtype fp32|fp16|bf16] [--hidden-states] [--profile]
+ *                [--trace FILE.json] [--csv FILE.csv] [--phases]
  *   ftengine info MODEL [--batch B] [--seq S]
  *   ftengine bench MODEL [--device D] [--mode M] [--dtype T] [--batch B] [--seq S]
- *                [--warmup N] [--iters N]
+ *                [--warmup N] [--iters N] [--op-cost-us N]
+ *                [--trace FILE.json] [--csv FILE.csv] [--phases]
  *   ftengine version
+ *
+ * --trace / --csv / --phases profile with ft_profiler (docs/instrumentation.md):
+ * `run` profiles its one forward, `bench` a second pass of --iters forwards
+ * after the timed (unprofiled) ones, so the headline latency carries no
+ * observer cost and the difference is printed.
  *
  * MODEL is a directory with config.json and model.safetensors, or a preset name.
  * Contract: exit 0 on success; any error exits 1 with one line
@@ -30,10 +37,11 @@ static const char *usage_text =
     "usage:\n"
     "  ftengine run MODEL --inputs IN.safetensors --out OUT.safetensors\n"
     "               [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--hidden-states] [--profile]\n"
+    "               [--hidden-states] [--profile] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
     "  ftengine info MODEL [--batch B] [--seq S]\n"
     "  ftengine bench MODEL [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--batch B] [--seq S] [--warmup N] [--iters N]\n"
+    "               [--batch B] [--seq S] [--warmup N] [--iters N] [--op-cost-us N]\n"
+    "               [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
     "  ftengine version\n"
     "MODEL is a directory holding config.json and model.safetensors, or a preset name\n"
     "(ftengine info --presets lists them).\n";
@@ -72,6 +80,9 @@ typedef struct args {
     int hidden_states, profile, list_presets;
     long long batch, seq;
     int warmup, iters;
+    const char *trace, *csv; /* profiler outputs */
+    int phases;              /* print the profiler's tables */
+    double op_cost_us;       /* emulated framework cost per op; < 0: not given */
 } args;
 
 /* Parses options shared by the commands; returns 0, or the usage exit code. */
@@ -84,6 +95,7 @@ static int parse(int argc, char **argv, args *a) {
     a->seq = 0;
     a->warmup = 5;
     a->iters = 20;
+    a->op_cost_us = -1;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -91,6 +103,17 @@ static int parse(int argc, char **argv, args *a) {
     do { if (!v) return usage("option %s needs a value", o); i++; } while (0)
         if (!strcmp(o, "--inputs")) { NEED_VALUE(); a->inputs = v; }
         else if (!strcmp(o, "--out")) { NEED_VALUE(); a->out = v; }
+        else if (!strcmp(o, "--trace")) { NEED_VALUE(); a->trace = v; }
+        else if (!strcmp(o, "--csv")) { NEED_VALUE(); a->csv = v; }
+        else if (!strcmp(o, "--phases")) a->phases = 1;
+        else if (!strcmp(o, "--op-cost-us")) {
+            NEED_VALUE();
+            char *end = NULL;
+            double us = strtod(v, &end);
+            if (!*v || *end || !(us >= 0 && us <= 1e6))
+                return usage("--op-cost-us needs a number of microseconds in [0, 1e6], got '%s'", v);
+            a->op_cost_us = us;
+        }
         else if (!strcmp(o, "--device")) {
             NEED_VALUE();
             if (!strcmp(v, "cpu")) a->device = FT_DEVICE_CPU;
@@ -157,6 +180,86 @@ static ft_model *load(ft_ctx *ctx, const args *a, int *rc) {
         return NULL;
     }
     return m;
+}
+
+/* ---- profiling (--trace, --csv, --phases) ---- */
+
+static int wants_profile(const args *a) { return a->trace || a->csv || a->phases; }
+
+/* Made before the model loads: CUPTI wants to be enabled before CUDA modules load
+ * and graphs are captured. */
+static ft_profiler *make_profiler(ft_ctx *ctx, int64_t max_ops, int *rc) {
+    ft_profiler_options po = ft_profiler_options_default();
+    if (max_ops > po.max_ops) po.max_ops = max_ops;
+    ft_profiler *p = NULL;
+    if (ft_profiler_create(ctx, &po, &p) != FT_OK) {
+        *rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
+        return NULL;
+    }
+    return p;
+}
+
+static const char *busy_source_text(ft_busy_source b) {
+    return b == FT_BUSY_CUPTI ? "kernels+copies (CUPTI)"
+           : b == FT_BUSY_CPU_LAUNCH ? "launch phases (CPU device)" : "unknown";
+}
+
+/* The overhead metrics and the per-phase / per-op tables, per iteration. */
+static void print_phases(FILE *f, const ft_profiler *p, int iters) {
+    ft_profile_summary s;
+    if (ft_profiler_summary(p, &s) != FT_OK || !s.valid) return;
+    double k = iters > 0 ? 1.0 / iters : 1.0;
+    const char *pre = "profile: ";
+    fprintf(f, "%swindow %.3f ms for %d iteration%s (%.4f ms each), %lld op records (%lld dropped, "
+               "%lld failed)\n",
+            pre, s.wall_us * 1e-3, iters, iters == 1 ? "" : "s", s.wall_us * 1e-3 * k,
+            (long long)s.ops, (long long)s.ops_dropped, (long long)s.ops_failed);
+    if (s.busy_source == FT_BUSY_NONE) {
+        fprintf(f, "%sdevice busy time unknown (no CUPTI: %s)\n", pre, s.cupti_note);
+    } else {
+        fprintf(f, "%sper iteration: busy %.4f ms [%s], framework overhead %.4f ms, utilization %.1f%%\n",
+                pre, s.busy_us * 1e-3 * k, busy_source_text(s.busy_source), s.overhead_us * 1e-3 * k,
+                100.0 * s.utilization);
+        fprintf(f, "%sidle gaps: %lld internal totalling %.3f ms (largest %.1f us), leading %.1f us, "
+                   "trailing %.1f us (whole window)\n",
+                pre, (long long)s.gap_count, s.gap_internal_us * 1e-3, s.gap_max_us, s.gap_leading_us,
+                s.gap_trailing_us);
+    }
+    fprintf(f, "%shost time per iteration (us): ops %.1f =", pre, s.op_host_us * k);
+    for (int i = 0; i < FT_PROFILE_PHASES; i++)
+        fprintf(f, " %s %.1f +", ft_profile_phase_name(i), s.phase_us[i] * k);
+    fprintf(f, " untimed %.1f\n", s.untimed_us * k);
+    if (s.cupti)
+        fprintf(f, "%scupti: %lld kernels, %lld memcpy, %lld memset, %lld runtime calls; launch latency "
+                   "mean %.1f us (max %.1f), queue mean %.1f us, launch API mean %.1f us; dropped %lld, "
+                   "unlinked kernels %lld, zero timestamps %lld, kernel before API %lld, correlation "
+                   "errors %lld, CUPTI overhead %.1f us\n",
+                pre, (long long)s.kernels, (long long)s.memcpys, (long long)s.memsets,
+                (long long)s.runtime_calls, s.launch_latency_mean_us, s.launch_latency_max_us,
+                s.queue_mean_us, s.api_mean_us, (long long)s.gpu_records_dropped,
+                (long long)s.kernels_unlinked, (long long)s.kernels_zero_ts,
+                (long long)s.kernels_before_api, (long long)s.correlation_errors, s.cupti_overhead_us);
+    else if (s.device == FT_DEVICE_CUDA)
+        fprintf(f, "%scupti: off (%s)\n", pre, s.cupti_note);
+    fprintf(f, "%s%-16s %8s %10s %9s", pre, "op (per iter)", "calls", "host us", "us/call");
+    for (int i = 0; i < FT_PROFILE_PHASES; i++) fprintf(f, " %8s", ft_profile_phase_name(i));
+    fprintf(f, " %10s\n", s.cupti ? "gpu us" : "");
+    for (int i = 0, n = ft_profiler_op_stats_count(p); i < n; i++) {
+        ft_profile_op_stats o;
+        if (ft_profiler_op_stats(p, i, &o) != FT_OK) break;
+        fprintf(f, "%s%-16s %8.1f %10.1f %9.2f", pre, o.name, (double)o.calls * k, o.host_us * k,
+                o.calls ? o.host_us / (double)o.calls : 0.0);
+        for (int j = 0; j < FT_PROFILE_PHASES; j++) fprintf(f, " %8.1f", o.phase_us[j] * k);
+        if (s.cupti) fprintf(f, " %10.1f", o.gpu_us * k);
+        fputc('\n', f);
+    }
+}
+
+static int write_profile(ft_ctx *ctx, const ft_profiler *p, const args *a) {
+    if (a->trace && ft_profiler_write_chrome_trace(p, a->trace) != FT_OK)
+        return fail("%s", ft_ctx_errmsg(ctx));
+    if (a->csv && ft_profiler_write_csv(p, a->csv) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
+    return 0;
 }
 
 /* ---- run ---- */
@@ -235,6 +338,8 @@ static int cmd_run(int argc, char **argv) {
     ft_model *m = NULL;
     ft_st_file *in = NULL;
     ft_host_tensor hin[8];
+    ft_profiler *prof = NULL;
+    if (wants_profile(&a) && !(prof = make_profiler(ctx, 0, &rc))) goto done;
     if (ft_st_open(ctx, a.inputs, &in) != FT_OK) {
         rc = fail("%s", ft_ctx_errmsg(ctx));
         goto done;
@@ -255,13 +360,27 @@ static int cmd_run(int argc, char **argv) {
     }
     m = load(ctx, &a, &rc);
     if (!m) goto done;
+    if (a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK) {
+        rc = fail("%s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
+    if (prof && ft_profiler_start(prof) != FT_OK) {
+        rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
     double t0 = now_ms();
     if (ft_model_forward(m, hin, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
         rc = fail("%s", ft_ctx_errmsg(ctx));
         goto done;
     }
     double t1 = now_ms();
+    if (prof && ft_profiler_stop(prof) != FT_OK) {
+        rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
     rc = write_outputs(ctx, m, a.out);
+    if (!rc && prof) rc = write_profile(ctx, prof, &a);
+    if (!rc && a.phases) print_phases(stderr, prof, 1);
     if (!rc && a.profile) {
         fprintf(stderr, "profile: %s %s %s on %s: forward %.3f ms (first call, includes planning)\n",
                 ft_model_arch(m), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
@@ -272,6 +391,7 @@ static int cmd_run(int argc, char **argv) {
         print_graph_stats(stderr, "profile: ", m);
     }
 done:
+    ft_profiler_free(prof);
     ft_model_free(m);
     ft_st_close(in);
     ft_ctx_free(ctx);
@@ -324,8 +444,23 @@ static int cmd_bench(int argc, char **argv) {
     if (!a.model) return usage("bench needs a MODEL");
     ft_ctx *ctx = make_ctx(a.device, &rc);
     if (!ctx) return rc;
-    ft_model *m = load(ctx, &a, &rc);
+    ft_profiler *prof = NULL;
+    ft_model *m = NULL;
+    /* room for every op of the profiled pass (a large model runs ~1000 ops a forward) */
+    int64_t max_ops = (int64_t)a.iters * 2048;
+    if (wants_profile(&a) && !(prof = make_profiler(ctx, max_ops < (1 << 20) ? max_ops : (1 << 20), &rc))) {
+        ft_ctx_free(ctx);
+        return rc;
+    }
+    if (a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK) {
+        rc = fail("%s", ft_ctx_errmsg(ctx));
+        ft_profiler_free(prof);
+        ft_ctx_free(ctx);
+        return rc;
+    }
+    m = load(ctx, &a, &rc);
     if (!m) {
+        ft_profiler_free(prof);
         ft_ctx_free(ctx);
         return rc;
     }
@@ -369,10 +504,35 @@ static int cmd_bench(int argc, char **argv) {
            a.warmup);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
+    if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
     print_graph_stats(stdout, "graph: ", m);
+    if (prof) {
+        /* a second pass of the same iterations, profiled */
+        if (ft_profiler_start(prof) != FT_OK) {
+            rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
+            goto done;
+        }
+        double s = now_ms();
+        for (int i = 0; i < a.iters; i++)
+            if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
+                rc = fail("%s", ft_ctx_errmsg(ctx));
+                goto done;
+            }
+        if (ft_profiler_stop(prof) != FT_OK) {
+            rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
+            goto done;
+        }
+        double traced = (now_ms() - s) / a.iters, plain = sum / a.iters;
+        printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: observer cost "
+               "%.4f ms (%.1f%%)\n",
+               traced, plain, traced - plain, plain > 0 ? 100.0 * (traced - plain) / plain : 0.0);
+        if (a.phases) print_phases(stdout, prof, a.iters);
+        rc = write_profile(ctx, prof, &a);
+    }
 done:
     free(owned);
     free(times);
+    ft_profiler_free(prof);
     ft_model_free(m);
     ft_ctx_free(ctx);
     return rc;
