@@ -9,6 +9,7 @@
 #   make gpu-check       on a GPU machine: build for the local GPU, run everything,
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16]
+#   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
 #   make install PREFIX=/usr/local
 
 CC      ?= cc
@@ -121,7 +122,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test check gpu-check bench kernel-bench install clean lint
+.PHONY: all test check gpu-check bench sweep kernel-bench install clean lint
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -140,8 +141,9 @@ $(LIB_A): $(OBJS)
 $(LIB_SO): $(OBJS)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TOOL): tools/ftengine.c $(LIB_A)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+TOOL_SRCS := $(wildcard tools/*.c)
+$(TOOL): $(TOOL_SRCS) tools/cli.h $(LIB_A)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/ft_test.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -164,12 +166,18 @@ gpu-check:
 
 MODE   ?= eager
 MODEL  ?= bert-base
-DEVICE ?= $(if $(NVCC),cuda,cpu)
+# cuda when the CUDA backend is built and a GPU answers, else cpu
+DEVICE ?= $(if $(NVCC),$(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu),cpu)
 BATCH  ?= 1
-SEQ    ?= 128
+SEQ    ?=
 DTYPE  ?= fp32
 bench: all
-	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) --seq $(SEQ) --dtype $(DTYPE)
+	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) $(if $(SEQ),--seq $(SEQ)) --dtype $(DTYPE)
+
+# the framework-tax curve: every mode at batch 1..128, the paper's timing protocol
+sweep: all
+	$(TOOL) sweep $(MODEL) --device $(DEVICE) --dtype $(DTYPE) $(if $(SEQ),--seq $(SEQ)) --protocol paper --overhead \
+	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV))
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
 KBENCH := $(BUILD)/bench/kernels/kernel_bench

@@ -6,8 +6,9 @@
 #   tests/gpu_session.sh check  [OUT]   make gpu-check: build for the local GPU, make test,
 #                                       compute-sanitizer, kernel bench
 #   tests/gpu_session.sh bench  [OUT]   ftengine bench of the model presets in eager / graph /
-#                                       static (+ static without CUDA graphs), with --profile
-#                                       costs, and PyTorch / ONNX Runtime baselines
+#                                       static (+ static without CUDA graphs) with the plan
+#                                       costs, `ftengine sweep` curves (batch 1..128), and
+#                                       PyTorch / ONNX Runtime baselines
 #   tests/gpu_session.sh golden [OUT]   writes the HF variant cases (tools/golden/make_golden.py)
 #                                       and runs tests/test_golden_variants on them, CPU and CUDA
 #
@@ -52,11 +53,16 @@ bench)
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp32 --batch 1 --iters 200 --warmup 20
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5
     done
+    # the framework-tax curves (paper protocol, overhead share per point)
+    for model in bert-base resnet-50; do
+        run "$TOOL" sweep "$model" --device cuda --dtype fp16 --protocol paper --overhead --iters 20 \
+            --warmup 2 --batches 1,2,4,8,16,32,64,128 --csv "$OUT/sweep-$model.csv"
+    done
     for model in bert-base distilbert-base resnet-50; do
         run python3 bench/baselines/hf_latency.py --model "$model" --batch 1 --dtype fp16 --ort \
             --json "$OUT/baseline-$model.json"
     done
-    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error' "$log"
+    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error|^[0-9]+ +(eager|graph|static)' "$log"
     ;;
 golden)
     [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1

@@ -238,6 +238,56 @@ static void test_info(void) {
     CHECK(r.code == 0 && strstr(r.out, "bert-base\n"), "presets: %s", r.out);
 }
 
+/* `bench --protocol paper` and `sweep`: one table row and one CSV row per
+ * (mode, batch), with the kernel counts of graph mode; bad lists are usage
+ * errors; a failing sweep leaves no CSV behind. */
+static void test_bench_and_sweep(void) {
+    char model[512], csv[300];
+    golden_path(model, sizeof model, NULL);
+    const char *bp[] = {"bench", model, "--protocol", "paper", "--iters", "3", "--warmup", "1", NULL};
+    result r = run_tool(bp);
+    CHECK(r.code == 0 && strstr(r.out, "back-to-back"), "bench --protocol paper: %d %s %s", r.code,
+          r.out, r.err);
+    snprintf(csv, sizeof csv, "%s/sweep.csv", tmpdir);
+    const char *sw[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,3", "--iters", "2",
+                        "--warmup", "0", "--overhead", "--csv", csv, NULL};
+    r = run_tool(sw);
+    CHECK(r.code == 0, "sweep exit %d: %s", r.code, r.err);
+    FILE *f = fopen(csv, "r");
+    CHECK(f != NULL, "no sweep CSV");
+    int rows = 0, graph_rows = 0;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        if (rows++ == 0) {
+            CHECK(!strncmp(line, "model,arch,device", 17), "CSV header: %s", line);
+            continue;
+        }
+        /* ...,mode,batch,length,...: graph rows carry a positive kernel count */
+        if (strstr(line, ",graph,")) {
+            graph_rows++;
+            int commas = 0;
+            const char *k = line;
+            while (*k && commas < 13) commas += *k++ == ',';
+            CHECK(atoi(k) > 0, "graph row without a kernel count: %s", line);
+        }
+        CHECK(strstr(line, ",BertModel,cpu,f32,") != NULL, "CSV row: %s", line);
+    }
+    if (f) fclose(f);
+    CHECK(rows == 5 && graph_rows == 2, "CSV has %d lines (%d graph rows), want 1 + 4 (2)", rows, graph_rows);
+    const char *bad[][8] = {{"sweep", model, "--batches", "1,0", NULL},
+                            {"sweep", model, "--modes", "eager,turbo", NULL},
+                            {"sweep", model, "--protocol", "fast", NULL},
+                            {"sweep", NULL}};
+    for (int i = 0; i < 4; i++) CHECK(run_tool(bad[i]).code == 2, "bad sweep %d is not a usage error", i);
+    char missing[300], csv2[300];
+    snprintf(missing, sizeof missing, "%s/no_such_model", tmpdir);
+    snprintf(csv2, sizeof csv2, "%s/sweep2.csv", tmpdir);
+    const char *err[] = {"sweep", missing, "--csv", csv2, NULL};
+    r = run_tool(err);
+    check_error(&r, NULL);
+    CHECK(!exists(csv2), "a failed sweep left %s", csv2);
+}
+
 int main(void) {
     const char *b = getenv("FT_BUILD");
     snprintf(tool, sizeof tool, "%s/ftengine", b && *b ? b : "build");
@@ -252,6 +302,7 @@ int main(void) {
     RUN(test_errors_leave_nothing);
     RUN(test_unavailable_device);
     RUN(test_info);
+    RUN(test_bench_and_sweep);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);

@@ -22,7 +22,7 @@
  * (outputs are written to a temporary name and renamed on success); usage errors
  * exit 2.
  */
-#include "ftengine.h"
+#include "cli.h"
 #include "../engine/safetensors.h"
 
 #include <math.h>
@@ -32,155 +32,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *usage_text =
-    "usage:\n"
-    "  ftengine run MODEL --inputs IN.safetensors --out OUT.safetensors\n"
-    "               [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--hidden-states] [--profile] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
-    "  ftengine info MODEL [--batch B] [--seq S]\n"
-    "  ftengine bench MODEL [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--batch B] [--seq S] [--warmup N] [--iters N] [--op-cost-us N]\n"
-    "               [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
-    "  ftengine version\n"
-    "MODEL is a directory holding config.json and model.safetensors, or a preset name\n"
-    "(ftengine info --presets lists them).\n";
-
-static int usage(const char *fmt, ...) {
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "ftengine: ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\n");
-        va_end(ap);
-    }
-    fputs(usage_text, stderr);
-    return 2;
-}
-
-static int fail(const char *fmt, ...) {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* exactly one line */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "ftengine: error: %s\n", msg);
-    return 1;
-}
-
-typedef struct args {
-    const char *model, *inputs, *out;
-    ft_device device;
-    ft_mode mode;
-    ft_dtype dtype;
-    int hidden_states, profile, list_presets;
-    long long batch, seq;
-    int warmup, iters;
-    const char *trace, *csv; /* profiler outputs */
-    int phases;              /* print the profiler's tables */
-    double op_cost_us;       /* emulated framework cost per op; < 0: not given */
-} args;
-
-/* Parses options shared by the commands; returns 0, or the usage exit code. */
-static int parse(int argc, char **argv, args *a) {
-    memset(a, 0, sizeof *a);
-    a->device = FT_DEVICE_CPU;
-    a->mode = FT_MODE_EAGER;
-    a->dtype = FT_DTYPE_F32;
-    a->batch = 1;
-    a->seq = 0;
-    a->warmup = 5;
-    a->iters = 20;
-    a->op_cost_us = -1;
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE() \
-    do { if (!v) return usage("option %s needs a value", o); i++; } while (0)
-        if (!strcmp(o, "--inputs")) { NEED_VALUE(); a->inputs = v; }
-        else if (!strcmp(o, "--out")) { NEED_VALUE(); a->out = v; }
-        else if (!strcmp(o, "--trace")) { NEED_VALUE(); a->trace = v; }
-        else if (!strcmp(o, "--csv")) { NEED_VALUE(); a->csv = v; }
-        else if (!strcmp(o, "--phases")) a->phases = 1;
-        else if (!strcmp(o, "--op-cost-us")) {
-            NEED_VALUE();
-            char *end = NULL;
-            double us = strtod(v, &end);
-            if (!*v || *end || !(us >= 0 && us <= 1e6))
-                return usage("--op-cost-us needs a number of microseconds in [0, 1e6], got '%s'", v);
-            a->op_cost_us = us;
-        }
-        else if (!strcmp(o, "--device")) {
-            NEED_VALUE();
-            if (!strcmp(v, "cpu")) a->device = FT_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) a->device = FT_DEVICE_CUDA;
-            else return usage("unknown device '%s' (cpu, cuda)", v);
-        } else if (!strcmp(o, "--mode")) {
-            NEED_VALUE();
-            if (ft_mode_parse(v, &a->mode)) return usage("unknown mode '%s' (eager, graph, static)", v);
-        } else if (!strcmp(o, "--dtype")) {
-            NEED_VALUE();
-            if (ft_dtype_parse(v, &a->dtype)) return usage("unknown dtype '%s' (fp32, fp16, bf16)", v);
-        } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq") || !strcmp(o, "--warmup") ||
-                   !strcmp(o, "--iters")) {
-            NEED_VALUE();
-            char *end = NULL;
-            long long n = strtoll(v, &end, 10);
-            if (!*v || *end || n < (strcmp(o, "--warmup") ? 1 : 0) || n > 1000000000LL)
-                return usage("%s needs a positive integer, got '%s'", o, v);
-            if (!strcmp(o, "--batch")) a->batch = n;
-            else if (!strcmp(o, "--seq")) a->seq = n;
-            else if (!strcmp(o, "--warmup")) a->warmup = (int)n;
-            else a->iters = (int)n;
-        } else if (!strcmp(o, "--hidden-states")) a->hidden_states = 1;
-        else if (!strcmp(o, "--profile")) a->profile = 1;
-        else if (!strcmp(o, "--presets")) a->list_presets = 1;
-        else if (o[0] == '-' && o[1]) return usage("unknown option '%s'", o);
-        else if (!a->model) a->model = o;
-        else return usage("unexpected argument '%s'", o);
-#undef NEED_VALUE
-    }
-    return 0;
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* Creates the context; the error (no CUDA backend, no device) becomes one line. */
-static ft_ctx *make_ctx(ft_device dev, int *rc) {
-    char err[512] = "";
-    ft_ctx_options o = ft_ctx_options_default();
-    o.device = dev;
-    o.errbuf = err;
-    o.errbuf_size = sizeof err;
-    ft_ctx *ctx = NULL;
-    ft_status st = ft_ctx_create_ex(&o, &ctx);
-    if (st != FT_OK) {
-        *rc = fail("cannot use device %s: %s", ft_device_name(dev), err[0] ? err : ft_status_str(st));
-        return NULL;
-    }
-    return ctx;
-}
-
-static ft_model *load(ft_ctx *ctx, const args *a, int *rc) {
-    ft_model_options opt = ft_model_options_default();
-    opt.mode = a->mode;
-    opt.dtype = a->dtype;
-    opt.output_hidden_states = a->hidden_states;
-    ft_model *m = NULL;
-    if (ft_model_load(ctx, a->model, &opt, &m) != FT_OK) {
-        *rc = fail("%s", ft_ctx_errmsg(ctx));
-        return NULL;
-    }
-    return m;
-}
 
 /* ---- profiling (--trace, --csv, --phases) ---- */
 
@@ -432,10 +283,6 @@ static int cmd_info(int argc, char **argv) {
 
 /* ---- bench ---- */
 
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
 
 static int cmd_bench(int argc, char **argv) {
     args a;
@@ -473,35 +320,20 @@ static int cmd_bench(int argc, char **argv) {
         rc = fail("%s", times ? ft_ctx_errmsg(ctx) : "out of host memory");
         goto done;
     }
-    double t0 = now_ms();
-    if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
-        rc = fail("%s", ft_ctx_errmsg(ctx));
+    double first = 0, mean = 0;
+    if ((rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean)))
         goto done;
-    }
-    double first = now_ms() - t0;
-    for (int i = 0; i < a.warmup; i++)
-        if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
-            rc = fail("%s", ft_ctx_errmsg(ctx));
-            goto done;
-        }
-    for (int i = 0; i < a.iters; i++) {
-        double s = now_ms();
-        if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
-            rc = fail("%s", ft_ctx_errmsg(ctx));
-            goto done;
-        }
-        times[i] = now_ms() - s;
-    }
-    qsort(times, (size_t)a.iters, sizeof(double), cmp_double);
-    double sum = 0;
-    for (int i = 0; i < a.iters; i++) sum += times[i];
     ft_mem_stats ms = ft_ctx_mem_stats(ctx);
     printf("model: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld\n", a.model,
            ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
            a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0]);
-    printf("latency ms: median %.4f  mean %.4f  min %.4f  p90 %.4f  (first call %.3f, %d iters, %d warmup)\n",
-           times[a.iters / 2], sum / a.iters, times[0], times[(int)(a.iters * 0.9)], first, a.iters,
-           a.warmup);
+    if (a.paper)
+        printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
+               "%d warmup)\n", mean, a.iters, first, a.warmup);
+    else
+        printf("latency ms: median %.4f  mean %.4f  min %.4f  p90 %.4f  (first call %.3f, %d iters, %d warmup)\n",
+               times[a.iters / 2], mean, times[0], times[(int)(a.iters * 0.9)], first, a.iters,
+               a.warmup);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
     if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
@@ -522,7 +354,7 @@ static int cmd_bench(int argc, char **argv) {
             rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
             goto done;
         }
-        double traced = (now_ms() - s) / a.iters, plain = sum / a.iters;
+        double traced = (now_ms() - s) / a.iters, plain = mean;
         printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: observer cost "
                "%.4f ms (%.1f%%)\n",
                traced, plain, traced - plain, plain > 0 ? 100.0 * (traced - plain) / plain : 0.0);
@@ -560,9 +392,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return cmd_version();
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        fputs(usage_text, stdout);
+        fputs(ft_cli_usage_text, stdout);
         return 0;
     }
     return usage("unknown command '%s'", cmd);
