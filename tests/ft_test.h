@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int ft_t_pass, ft_t_fail, ft_t_skip;
 static int ft_t_cur_fail, ft_t_cur_skip;
@@ -80,6 +81,23 @@ static int ft_test_finish(void) {
 static __attribute__((unused)) const char *ft_test_golden_dir(void) {
     const char *d = getenv("FT_GOLDEN_DIR");
     return d && *d ? d : "tests/golden";
+}
+
+/* A fresh temporary directory /tmp/ft_test_<tag>_XXXXXX for files a test writes
+ * (tmpdir[0] is 0 if it could not be made), and its removal with what is in it. */
+static char tmpdir[256];
+
+static __attribute__((unused)) void ft_test_tmpdir_make(const char *tag) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_%s_XXXXXX", tag);
+    if (!mkdtemp(tmpdir)) tmpdir[0] = 0;
+}
+
+static __attribute__((unused)) void ft_test_tmpdir_remove(void) {
+    char cmd[300];
+    if (!tmpdir[0]) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    tmpdir[0] = 0;
 }
 
 #endif /* FT_TEST_H */

@@ -42,19 +42,6 @@ static void test_golden_cuda(void) {
 
 /* ---- helpers writing modified checkpoints into a temporary directory ---- */
 
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_bert_XXXXXX");
-    if (!mkdtemp(tmpdir)) tmpdir[0] = 0;
-}
-
-static void rm_tmpdir(void) {
-    char cmd[300];
-    if (!tmpdir[0]) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
 
 static int write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
@@ -163,7 +150,7 @@ static double max_diff(ft_ctx *ctx, ft_tensor *a, ft_tensor *b) {
 static void test_distilbert_equivalence(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("bert");
     char dd[300], bd[300], p[400];
     snprintf(dd, sizeof dd, "%s/distil", tmpdir);
     snprintf(bd, sizeof bd, "%s/bert", tmpdir);
@@ -199,7 +186,7 @@ static void test_distilbert_equivalence(void) {
     }
     ft_model_free(dm);
     ft_model_free(bm);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -217,7 +204,7 @@ static const char *legacy(const char *name, char *buf, size_t size) {
 static void test_legacy_spellings(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("bert");
     char p[400];
     snprintf(p, sizeof p, "%s/config.json", tmpdir);
     write_text(p, bert_config);
@@ -234,7 +221,7 @@ static void test_legacy_spellings(void) {
         golden_close(&g);
     }
     ft_model_free(m);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -248,7 +235,7 @@ static void expect_load_error(const char *config, rename_fn rename, ft_status wa
                               const char *needle2) {
     ft_ctx *ctx = NULL;
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
-    make_tmpdir();
+    ft_test_tmpdir_make("bert");
     char p[400];
     snprintf(p, sizeof p, "%s/config.json", tmpdir);
     write_text(p, config);
@@ -261,7 +248,7 @@ static void expect_load_error(const char *config, rename_fn rename, ft_status wa
     CHECK(!needle1 || strstr(msg, needle1), "message lacks '%s': %s", needle1, msg);
     CHECK(!needle2 || strstr(msg, needle2), "message lacks '%s': %s", needle2, msg);
     ft_model_free(m);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 

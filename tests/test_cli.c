@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tool[512], tmpdir[256];
+static char tool[512];
 
 typedef struct result {
     int code;
@@ -291,8 +291,8 @@ static void test_bench_and_sweep(void) {
 int main(void) {
     const char *b = getenv("FT_BUILD");
     snprintf(tool, sizeof tool, "%s/ftengine", b && *b ? b : "build");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_cli_XXXXXX");
-    if (!mkdtemp(tmpdir) || !exists(tool)) {
+    ft_test_tmpdir_make("cli");
+    if (!tmpdir[0] || !exists(tool)) {
         printf("cannot set up (tool %s)\n", tool);
         return 1;
     }
@@ -303,8 +303,6 @@ int main(void) {
     RUN(test_unavailable_device);
     RUN(test_info);
     RUN(test_bench_and_sweep);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);
+    ft_test_tmpdir_remove();
     return ft_test_finish();
 }

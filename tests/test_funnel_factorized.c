@@ -568,20 +568,6 @@ static int mode_works(const char *dir, ft_device dev, ft_mode mode) {
     return ok;
 }
 
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_fz_XXXXXX");
-    if (!mkdtemp(tmpdir)) tmpdir[0] = 0;
-}
-
-static void rm_tmpdir(void) {
-    char cmd[300];
-    if (!tmpdir[0]) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    tmpdir[0] = 0;
-}
 
 /*
  * One configuration at one [B, S]: the reference, then the engine on CPU in
@@ -650,7 +636,7 @@ static const fz_cfg variants[] = {
 static void test_factorized_vs_reference(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fz");
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         fz_model *m = model_new(&variants[v], 1000 + v);
         char dir[512];
@@ -671,7 +657,7 @@ static void test_factorized_vs_reference(void) {
         }
         model_free(m);
     }
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -684,7 +670,7 @@ static void test_factorized_vs_reference(void) {
 static void test_factorized_equals_relative_shift(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fz");
     for (size_t v = 0; v < 2; v++) {
         fz_model *m = model_new(&variants[v], 2000 + v);
         char dfz[512], drs[512];
@@ -710,7 +696,7 @@ static void test_factorized_equals_relative_shift(void) {
         free(b);
         model_free(m);
     }
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -718,7 +704,7 @@ static void test_factorized_equals_relative_shift(void) {
 static void test_factorized_config(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fz");
     fz_model *m = model_new(&variants[3], 3000);
     char dfz[512], drs[512], dbad[512];
     snprintf(dfz, sizeof dfz, "%s/fz", tmpdir);
@@ -758,7 +744,7 @@ static void test_factorized_config(void) {
     ft_model_free(f);
     ft_model_free(r);
     model_free(m);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 

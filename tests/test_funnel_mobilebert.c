@@ -87,20 +87,6 @@ static void test_golden_cuda(void) {
 
 /* ---- temporary model directories ---- */
 
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_fmb_XXXXXX");
-    if (!mkdtemp(tmpdir)) tmpdir[0] = 0;
-}
-
-static void rm_tmpdir(void) {
-    char cmd[300];
-    if (!tmpdir[0]) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    tmpdir[0] = 0;
-}
 
 static int write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
@@ -296,7 +282,7 @@ static const char *to_4_blocks(const char *name, int k, char *buf, size_t size) 
 static void test_funnel_variants(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fmb");
     struct {
         const char *name, *extra;
         rename_fn rename;
@@ -334,7 +320,7 @@ static void test_funnel_variants(void) {
             check_robust(what, dir, B, S, out, 64, 512, 1);
         }
     }
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -509,7 +495,7 @@ static int write_mb_weights(ft_ctx *ctx, const mb_cfg *c, const char *dir) {
 static void test_mobilebert_variants(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fmb");
     const char *gcfg = "\"model_type\": \"mobilebert\", \"embedding_size\": 32, \"hidden_size\": 64, "
                        "\"intermediate_size\": 64, \"intra_bottleneck_size\": 32, \"max_position_embeddings\": 128, "
                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 512";
@@ -575,7 +561,7 @@ static void test_mobilebert_variants(void) {
             check_robust(what, dir, B[k], S[k], S[k], c->D, c->V, 0);
         }
     }
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -631,7 +617,7 @@ static int write_funnel_weights(ft_ctx *ctx, const char *dir, int64_t V, int64_t
 static void test_funnel_other_sizes(void) {
     ft_ctx *ctx = NULL;
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    make_tmpdir();
+    ft_test_tmpdir_make("fmb");
     /* n_head * d_head != d_model, two blocks of 2 and 3 layers, one decoder layer */
     const int blocks[2] = {2, 3};
     char dir[600], path[700];
@@ -647,7 +633,7 @@ static void test_funnel_other_sizes(void) {
         check_robust("funnel sizes B3 S6", dir, 3, 6, 6, 32, 100, 1);
         check_robust("funnel sizes B1 S31", dir, 1, 31, 31, 32, 100, 1);
     }
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     ft_ctx_free(ctx);
 }
 
@@ -700,7 +686,7 @@ static void test_bad_inputs(void) {
     ft_ctx_free(ctx);
 
     /* configs */
-    make_tmpdir();
+    ft_test_tmpdir_make("fmb");
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
     struct { const char *gcase, *cfg, *needle; ft_status want; } bad[] = {
         {"funnel", "{" FUNNEL_BASE_CFG ", \"block_sizes\": [1, 1, 1], \"attention_type\": \"relative\"}",
@@ -737,7 +723,7 @@ static void test_bad_inputs(void) {
         ft_ctx_clear_error(ctx);
     }
     ft_ctx_free(ctx);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
 }
 
 /* ---- presets ---- */

@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <unistd.h>
 
-static char tmpdir[256];
 static int file_seq;
 
 /* Writes an 8-byte length `hlen` (or the header's real length when hlen is
@@ -547,8 +546,8 @@ static void test_config_types(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_loaders_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
+    ft_test_tmpdir_make("loaders");
+    if (!tmpdir[0]) {
         printf("cannot create a temporary directory\n");
         return 1;
     }
@@ -560,6 +559,6 @@ int main(void) {
     RUN(test_st_golden_files);
     RUN(test_config_golden);
     RUN(test_config_types);
-    rmdir(tmpdir);
+    ft_test_tmpdir_remove();
     return ft_test_finish();
 }

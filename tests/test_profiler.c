@@ -24,7 +24,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[256];
 
 /* A context with the golden BERT loaded in `mode` and warmed up once (the
  * plan is built, the allocator's cache is filled). */
@@ -589,8 +588,8 @@ out:
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_prof_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
+    ft_test_tmpdir_make("prof");
+    if (!tmpdir[0]) {
         printf("cannot make a temporary directory\n");
         return 1;
     }
@@ -603,8 +602,6 @@ int main(void) {
     RUN(test_misuse);
     RUN(test_cli);
     RUN(test_cuda_cupti);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) printf("could not remove %s\n", tmpdir);
+    ft_test_tmpdir_remove();
     return ft_test_finish();
 }

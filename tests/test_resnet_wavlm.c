@@ -79,19 +79,6 @@ static void test_golden_cuda(void) {
 
 /* ---- temporary checkpoints ---- */
 
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ft_test_resnet_wavlm_XXXXXX");
-    if (!mkdtemp(tmpdir)) tmpdir[0] = 0;
-}
-
-static void rm_tmpdir(void) {
-    char cmd[300];
-    if (!tmpdir[0]) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
 
 /* Creates tmpdir/<sub>/ with config.json = cfg; returns the path in out. */
 static int make_model_dir(const char *sub, const char *cfg, char *out, size_t size) {
@@ -691,7 +678,7 @@ static void test_resnet50_speed(void) {
 }
 
 int main(void) {
-    make_tmpdir();
+    ft_test_tmpdir_make("resnet_wavlm");
     RUN(test_resnet_golden_cpu);
     RUN(test_wavlm_golden_cpu);
     RUN(test_golden_graph_modes);
@@ -710,6 +697,6 @@ int main(void) {
     RUN(test_preset_param_counts);
     RUN(test_input_errors);
     RUN(test_resnet50_speed);
-    rm_tmpdir();
+    ft_test_tmpdir_remove();
     return ft_test_finish();
 }
