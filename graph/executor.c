@@ -267,6 +267,13 @@ ft_status ft_graph_trace_model(ft_model *m, ft_graph **out) {
     return st;
 }
 
+/* Whether a constant of the model's cache holds block b (counted there, not twice). */
+static bool in_cache(const ft_const_cache *c, const ft_block *b) {
+    for (int i = 0; c && i < c->n; i++)
+        if (c->e[i].t->block == b) return true;
+    return false;
+}
+
 /* Uploads the constants the forward made from host data. */
 static ft_status upload_constants(ft_graph *g, size_t *bytes) {
     for (int i = 0; i < g->n_nodes; i++) {
@@ -341,16 +348,17 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     }
     size_t const_bytes = 0;
     for (int i = 0; st == FT_OK && i < p->g->n_owned; i++)
-        if (p->g->owned[i]->block) const_bytes += ft_nbytes(p->g->owned[i]);
+        if (p->g->owned[i]->block && !in_cache(p->g->cache, p->g->owned[i]->block))
+            const_bytes += ft_nbytes(p->g->owned[i]);
     /* constants first: binding gives views their pointers, views of constants too */
     if (st == FT_OK) st = upload_constants(p->g, &const_bytes);
     if (st == FT_OK) ft_plan_bind_memory(p->g, offs, p->arena->ptr);
     free(offs);
-    /* stacked weights shared by the model's plans; a stack the loader packed
-     * (ft_weights_pack) is the weights' own memory and costs nothing extra */
+    /* stacked and folded weights shared by the model's plans; a stack the loader
+     * packed (ft_weights_pack) is the weights' own memory and costs nothing extra */
     for (int i = 0; st == FT_OK && p->g->cache && i < p->g->cache->n; i++) {
         const ft_const_entry *e = &p->g->cache->e[i];
-        if (e->t->block != e->parts[0]->block) const_bytes += ft_nbytes(e->t);
+        if (!e->parts[0] || e->t->block != e->parts[0]->block) const_bytes += ft_nbytes(e->t);
     }
     for (int i = 0; st == FT_OK && i < p->n_in; i++) {
         for (int k = 0; k < p->g->n_in; k++)

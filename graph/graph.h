@@ -38,11 +38,15 @@ typedef struct ft_pass_counts {
     int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn;
 } ft_pass_counts;
 
-/* Weights made at plan time (stacked QKV weights) shared by every plan of a
- * model, so a new input shape does not rebuild them. Owned by the model's
- * graph state (graph/executor.c). */
+/* Weights made at plan time (stacked QKV weights, conv+BN folded weights)
+ * shared by every plan of a model, so a new input shape neither rebuilds them
+ * nor holds them twice. Keyed by what they were made from (kind, tag, parts).
+ * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
+enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B };
 typedef struct ft_const_entry {
+    int kind;
+    uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */
     const ft_tensor *parts[FT_STACK_MAX];
     int n;
     ft_tensor *t; /* persistent header holding the storage */
@@ -57,6 +61,11 @@ typedef struct ft_const_cache {
  * from the cache or made with the backend's copy kernel. NULL + error on failure. */
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n);
 void ft_const_cache_free(ft_const_cache *c);
+/* The cached constant made as (kind, tag) from parts[0..n) (entries may be NULL), or NULL. */
+ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, ft_tensor *const *parts, int n);
+/* Caches t (the cache keeps its own reference to t's storage). */
+ft_status ft_const_cache_put(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t tag,
+                             ft_tensor *const *parts, int n, const ft_tensor *t);
 
 typedef struct ft_graph {
     ft_ctx *ctx;

@@ -2,16 +2,39 @@
  * pass_conv_bn.c - convolution + inference batch norm folded into the
  * convolution (ResNet): with s = gamma / sqrt(var + eps),
  *   W' = W * s (per output channel),  b' = (b - mean) * s + beta,
- * computed once at plan time on the host in f32 (double for s). Only when the
- * convolution feeds nothing but the batch norm and all statistics are constant.
+ * computed at plan time on the host in f32 (double for s), once per model: the
+ * folded weights are shared through the model's constant cache by every plan
+ * (every input shape). Only when the convolution feeds nothing but the batch
+ * norm and all statistics are constant.
  */
 #include "graph.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The convolution takes the folded weights; the batch norm disappears. */
+static int rewrite(ft_graph *g, ft_tensor *bn, ft_tensor *conv, ft_tensor *w2, ft_tensor *b2) {
+    conv->src[1] = w2;
+    conv->src[2] = b2;
+    int pos = bn->id;
+    ft_graph_replace_uses(g, bn, conv);
+    bn->flags |= FT_GF_DEAD;
+    ft_graph_move_later(g, conv, pos);
+    return 1;
+}
 
 static int fold_one(ft_graph *g, ft_tensor *bn, ft_tensor *conv) {
     ft_tensor *w = conv->src[1], *b = conv->src[2];
+    ft_tensor *key[6] = {w, b, bn->src[1], bn->src[2], bn->src[3], bn->src[4]};
+    float eps_f = FT_PARAMS(bn, ft_params_norm)->eps;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps_f, sizeof eps_bits);
+    if (g->cache) {
+        ft_tensor *cw = ft_const_cache_get(g->cache, FT_CONST_CONV_BN_W, eps_bits, key, 6);
+        ft_tensor *cb = ft_const_cache_get(g->cache, FT_CONST_CONV_BN_B, eps_bits, key, 6);
+        if (cw && cb) return rewrite(g, bn, conv, cw, cb);
+    }
     int64_t cout = w->ne[0], per = ft_numel(w) / (cout ? cout : 1);
     float *hw = ft_graph_const_to_host(g, w);
     float *hb = b ? ft_graph_const_to_host(g, b) : NULL;
@@ -38,13 +61,10 @@ static int fold_one(ft_graph *g, ft_tensor *bn, ft_tensor *conv) {
     free(nb);
     for (int k = 0; k < 4; k++) free(st[k]);
     if (!b2) return -1;
-    conv->src[1] = w2;
-    conv->src[2] = b2;
-    int pos = bn->id;
-    ft_graph_replace_uses(g, bn, conv);
-    bn->flags |= FT_GF_DEAD;
-    ft_graph_move_later(g, conv, pos);
-    return 1;
+    if (g->cache && (ft_const_cache_put(g->ctx, g->cache, FT_CONST_CONV_BN_W, eps_bits, key, 6, w2) != FT_OK ||
+                     ft_const_cache_put(g->ctx, g->cache, FT_CONST_CONV_BN_B, eps_bits, key, 6, b2) != FT_OK))
+        return -1;
+    return rewrite(g, bn, conv, w2, b2);
 }
 
 int ft_pass_conv_bn(ft_graph *g) {

@@ -270,6 +270,22 @@ static void test_resnet_conv_bn_folded(void) {
         CHECK(gs.kernels_per_forward < gs.traced_kernels, "no fusion");
         CHECK(gs.arena_bytes <= gs.peak_live_bytes * 11 / 10, "arena %zu vs bound %zu", gs.arena_bytes,
               gs.peak_live_bytes);
+        /* a second input shape is a second plan; the folded weights are the first
+         * plan's (the model's constant cache), not folded and stored again */
+        CHECK(gs.const_bytes > 0, "no folded weights counted");
+        ft_host_tensor one = gc.in[0];
+        one.shape[0] = 1;
+        ft_mem_stats before = ft_ctx_mem_stats(ctx);
+        CHECK_OK(ctx, ft_model_forward(m, &one, 1));
+        ft_mem_stats after = ft_ctx_mem_stats(ctx);
+        ft_graph_stats g2;
+        CHECK_OK(ctx, ft_model_graph_stats(m, &g2));
+        CHECK(g2.plans_cached == 2 && g2.conv_bn_folded == gs.conv_bn_folded, "second plan: %d plans, %d folded",
+              g2.plans_cached, g2.conv_bn_folded);
+        CHECK(g2.const_bytes == gs.const_bytes, "constants %zu then %zu", gs.const_bytes, g2.const_bytes);
+        CHECK(after.allocated - before.allocated < gs.const_bytes,
+              "the second plan allocated %zu bytes, the folded weights are %zu",
+              after.allocated - before.allocated, gs.const_bytes);
     }
     ft_model_free(m);
     golden_close(&gc);
