@@ -356,9 +356,11 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     free(offs);
     /* stacked and folded weights shared by the model's plans; a stack the loader
      * packed (ft_weights_pack) is the weights' own memory and costs nothing extra */
+    size_t shared_bytes = 0;
     for (int i = 0; st == FT_OK && p->g->cache && i < p->g->cache->n; i++) {
         const ft_const_entry *e = &p->g->cache->e[i];
-        if (!e->parts[0] || e->t->block != e->parts[0]->block) const_bytes += ft_nbytes(e->t);
+        if (e->kind != FT_CONST_STACK || e->t->block != ((const ft_tensor *)e->parts[0])->block)
+            shared_bytes += ft_nbytes(e->t);
     }
     for (int i = 0; st == FT_OK && i < p->n_in; i++) {
         for (int k = 0; k < p->g->n_in; k++)
@@ -383,6 +385,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         s->sum_intermediate_bytes = mp.sum_bytes;
         s->peak_live_bytes = mp.lower_bound;
         s->const_bytes = const_bytes;
+        s->shared_const_bytes = shared_bytes;
         s->trace_ms = t1 - t0;
         s->passes_ms = t2 - t1;
         s->plan_ms = t3 - t2;

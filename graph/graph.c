@@ -91,7 +91,7 @@ static bool packed(ft_tensor *const *parts, int n) {
     return true;
 }
 
-ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, ft_tensor *const *parts, int n) {
+ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, const void *const *parts, int n) {
     for (int i = 0; i < c->n; i++) {
         ft_const_entry *e = &c->e[i];
         if (e->kind != kind || e->tag != tag || e->n != n) continue;
@@ -103,7 +103,7 @@ ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, ft_tens
 }
 
 /* Appends an entry owning t (a persistent header). */
-static ft_status cache_add(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t tag, ft_tensor *const *parts,
+static ft_status cache_add(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t tag, const void *const *parts,
                            int n, ft_tensor *t) {
     if (n < 0 || n > FT_STACK_MAX) return ft_set_error(ctx, FT_ERR_INTERNAL, "a constant made of %d parts", n);
     if (grow((void **)&c->e, &c->cap, c->n + 1, sizeof *c->e)) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
@@ -118,7 +118,7 @@ static ft_status cache_add(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t ta
 }
 
 ft_status ft_const_cache_put(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t tag,
-                             ft_tensor *const *parts, int n, const ft_tensor *t) {
+                             const void *const *parts, int n, const ft_tensor *t) {
     ft_tensor *k = ft_tensor_keep(ctx, t);
     if (!k) return ctx->status ? ctx->status : FT_ERR_OOM;
     ft_status st = cache_add(ctx, c, kind, tag, parts, n, k);
@@ -127,7 +127,7 @@ ft_status ft_const_cache_put(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t 
 }
 
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n) {
-    ft_tensor *hit = ft_const_cache_get(c, FT_CONST_STACK, 0, parts, n);
+    ft_tensor *hit = ft_const_cache_get(c, FT_CONST_STACK, 0, (const void *const *)parts, n);
     if (hit) return hit;
     if (n < 1 || n > FT_STACK_MAX) {
         ft_set_error(ctx, FT_ERR_INTERNAL, "stacking %d tensors", n);
@@ -160,7 +160,7 @@ ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const
             row += parts[i]->ne[0];
         }
     }
-    if (st == FT_OK) st = cache_add(ctx, c, FT_CONST_STACK, 0, parts, n, t);
+    if (st == FT_OK) st = cache_add(ctx, c, FT_CONST_STACK, 0, (const void *const *)parts, n, t);
     if (st != FT_OK) {
         ft_tensor_free_persistent(t);
         return NULL;

@@ -25,7 +25,8 @@ extern "C" {
 /* Graph-private node flags, above the engine's FT_TF_* bits. */
 enum {
     FT_GF_DEAD = 1u << 20,   /* removed by a pass; dropped by ft_graph_compact */
-    FT_GF_FOLDED = 1u << 21  /* a constant computed at plan time (owned storage) */
+    FT_GF_FOLDED = 1u << 21, /* a constant computed at plan time (owned storage) */
+    FT_GF_SHARED = 1u << 22  /* a folded constant whose storage the model's cache shares */
 };
 
 typedef struct ft_graph_io {
@@ -43,11 +44,13 @@ typedef struct ft_pass_counts {
  * nor holds them twice. Keyed by what they were made from (kind, tag, parts).
  * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
-enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B };
+enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD };
 typedef struct ft_const_entry {
     int kind;
     uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */
-    const ft_tensor *parts[FT_STACK_MAX];
+    /* what it was made from: tensor headers (stack, conv+BN), or the data pointers of
+     * the sources (fold: the headers differ per plan, the weights' memory does not) */
+    const void *parts[FT_STACK_MAX];
     int n;
     ft_tensor *t; /* persistent header holding the storage */
 } ft_const_entry;
@@ -62,10 +65,10 @@ typedef struct ft_const_cache {
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n);
 void ft_const_cache_free(ft_const_cache *c);
 /* The cached constant made as (kind, tag) from parts[0..n) (entries may be NULL), or NULL. */
-ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, ft_tensor *const *parts, int n);
+ft_tensor *ft_const_cache_get(ft_const_cache *c, int kind, uint64_t tag, const void *const *parts, int n);
 /* Caches t (the cache keeps its own reference to t's storage). */
 ft_status ft_const_cache_put(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t tag,
-                             ft_tensor *const *parts, int n, const ft_tensor *t);
+                             const void *const *parts, int n, const ft_tensor *t);
 
 typedef struct ft_graph {
     ft_ctx *ctx;

@@ -26,7 +26,7 @@ static int rewrite(ft_graph *g, ft_tensor *bn, ft_tensor *conv, ft_tensor *w2, f
 
 static int fold_one(ft_graph *g, ft_tensor *bn, ft_tensor *conv) {
     ft_tensor *w = conv->src[1], *b = conv->src[2];
-    ft_tensor *key[6] = {w, b, bn->src[1], bn->src[2], bn->src[3], bn->src[4]};
+    const void *key[6] = {w, b, bn->src[1], bn->src[2], bn->src[3], bn->src[4]};
     float eps_f = FT_PARAMS(bn, ft_params_norm)->eps;
     uint32_t eps_bits;
     memcpy(&eps_bits, &eps_f, sizeof eps_bits);

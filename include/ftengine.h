@@ -414,8 +414,10 @@ typedef struct ft_graph_stats {
     size_t arena_bytes;        /* the one arena of intermediates, inputs and outputs */
     size_t sum_intermediate_bytes; /* the same buffers without any reuse */
     size_t peak_live_bytes;    /* lower bound: most bytes live at any one step */
-    size_t const_bytes;        /* plan-time constants and folded/stacked weights beyond the
-                                  model's own weights (stacks shared by the model's plans count) */
+    size_t const_bytes;        /* this plan's own constants: tables and masks made during the
+                                  trace, and what was folded from them (shape-dependent) */
+    size_t shared_const_bytes; /* stacked and folded weights the model keeps once for all its
+                                  plans (a Q/K/V stack packed at load costs nothing) */
     size_t scratch_bytes;      /* kernel scratch (im2col...) a captured plan keeps for its replays */
     /* one-time costs of this plan (milliseconds) */
     double trace_ms, passes_ms, plan_ms; /* plan_ms: memory plan, uploads, kernel resolution */

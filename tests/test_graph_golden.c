@@ -272,7 +272,7 @@ static void test_resnet_conv_bn_folded(void) {
               gs.peak_live_bytes);
         /* a second input shape is a second plan; the folded weights are the first
          * plan's (the model's constant cache), not folded and stored again */
-        CHECK(gs.const_bytes > 0, "no folded weights counted");
+        CHECK(gs.shared_const_bytes > 0, "no folded weights counted");
         ft_host_tensor one = gc.in[0];
         one.shape[0] = 1;
         ft_mem_stats before = ft_ctx_mem_stats(ctx);
@@ -282,12 +282,72 @@ static void test_resnet_conv_bn_folded(void) {
         CHECK_OK(ctx, ft_model_graph_stats(m, &g2));
         CHECK(g2.plans_cached == 2 && g2.conv_bn_folded == gs.conv_bn_folded, "second plan: %d plans, %d folded",
               g2.plans_cached, g2.conv_bn_folded);
-        CHECK(g2.const_bytes == gs.const_bytes, "constants %zu then %zu", gs.const_bytes, g2.const_bytes);
-        CHECK(after.allocated - before.allocated < gs.const_bytes,
+        CHECK(g2.shared_const_bytes == gs.shared_const_bytes, "shared constants %zu then %zu",
+              gs.shared_const_bytes, g2.shared_const_bytes);
+        CHECK(after.allocated - before.allocated < gs.shared_const_bytes,
               "the second plan allocated %zu bytes, the folded weights are %zu",
-              after.allocated - before.allocated, gs.const_bytes);
+              after.allocated - before.allocated, gs.shared_const_bytes);
     }
     ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
+/* WavLM's weight norm folds from weights alone: a second input shape takes the
+ * folded weight from the model's constant cache (same constant bytes, nothing
+ * of that size allocated again), and both shapes still match eager. */
+static void test_fold_shared_across_plans(void) {
+    if (fusion_disabled()) return;
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    if (open_case(FT_DEVICE_CPU, "wavlm", &ctx, &gc)) return;
+    ft_model_options o = ft_model_options_default();
+    o.mode = FT_MODE_GRAPH;
+    ft_model *m = NULL, *e = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    o.mode = FT_MODE_EAGER;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &e));
+    ft_host_tensor one = gc.in[0];
+    one.shape[0] = 1;
+    one.shape[1] = 12000; /* another length too: another plan */
+    ft_graph_stats g1, g2;
+    if (m && e) {
+        CHECK_OK(ctx, ft_model_forward(m, gc.in, 1));
+        CHECK_OK(ctx, ft_model_graph_stats(m, &g1));
+        CHECK(g1.folded > 0 && g1.shared_const_bytes > 0, "nothing shared (%d folded, %zu bytes)", g1.folded,
+              g1.shared_const_bytes);
+        ft_mem_stats before = ft_ctx_mem_stats(ctx);
+        CHECK_OK(ctx, ft_model_forward(m, &one, 1));
+        ft_mem_stats after = ft_ctx_mem_stats(ctx);
+        CHECK_OK(ctx, ft_model_graph_stats(m, &g2));
+        CHECK(g2.plans_cached == 2 && g2.folded == g1.folded, "%d plans, %d then %d folded", g2.plans_cached,
+              g1.folded, g2.folded);
+        CHECK(g2.shared_const_bytes == g1.shared_const_bytes, "shared constants %zu then %zu",
+              g1.shared_const_bytes, g2.shared_const_bytes);
+        /* the second plan allocates its arena and its own constants, not the shared ones again */
+        size_t grew = after.allocated - before.allocated;
+        CHECK(grew <= g2.arena_bytes + g2.const_bytes + 65536, "the second plan allocated %zu bytes (arena %zu, "
+              "own constants %zu)", grew, g2.arena_bytes, g2.const_bytes);
+        CHECK_OK(ctx, ft_model_forward(e, &one, 1));
+        ft_tensor *a = ft_model_output_find(m, "last_hidden_state"), *b = ft_model_output_find(e, "last_hidden_state");
+        int64_t n = a && b ? ft_tensor_numel(a) : 0;
+        float *x = (float *)malloc((size_t)(n ? n : 1) * 4), *y = (float *)malloc((size_t)(n ? n : 1) * 4);
+        if (n && x && y && ft_tensor_to_host(ctx, a, FT_DTYPE_F32, x, (size_t)n * 4) == FT_OK &&
+            ft_tensor_to_host(ctx, b, FT_DTYPE_F32, y, (size_t)n * 4) == FT_OK) {
+            double worst = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double d = fabs((double)x[i] - y[i]);
+                worst = d > worst ? d : worst;
+            }
+            CHECK(worst <= 1e-4, "graph vs eager at the second shape: max abs diff %g", worst);
+        } else {
+            CHECK(0, "outputs missing");
+        }
+        free(x);
+        free(y);
+    }
+    ft_model_free(m);
+    ft_model_free(e);
     golden_close(&gc);
     ft_ctx_free(ctx);
 }
@@ -308,8 +368,8 @@ static void test_qkv_stack_is_packed(void) {
         ft_graph_stats gs;
         if (m && ft_model_graph_stats(m, &gs) == FT_OK) {
             CHECK(gs.qkv_merged == 2, "%s: QKV merged in %d of 2 layers", ft_mode_name(o.mode), gs.qkv_merged);
-            CHECK(gs.const_bytes == 0, "%s: %zu bytes of stacked weights copied", ft_mode_name(o.mode),
-                  gs.const_bytes);
+            CHECK(gs.shared_const_bytes == 0, "%s: %zu bytes of stacked weights copied", ft_mode_name(o.mode),
+                  gs.shared_const_bytes);
         }
         ft_model_free(m);
     }
@@ -322,6 +382,7 @@ int main(void) {
     RUN(test_bert_kernels_per_layer);
     RUN(test_resnet_conv_bn_folded);
     RUN(test_qkv_stack_is_packed);
+    RUN(test_fold_shared_across_plans);
     RUN(test_golden_graph_cpu);
     RUN(test_golden_static_cpu);
     RUN(test_golden_graph_cuda);

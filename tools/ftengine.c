@@ -167,9 +167,10 @@ static void print_graph_stats(FILE *f, const char *prefix, const ft_model *m) {
             prefix, g.trace_ms, g.passes_ms, g.plan_ms, g.trace_ms + g.passes_ms + g.plan_ms,
             g.capture_ms, g.instantiate_ms, g.captured ? "" : " (no CUDA graph)");
     fprintf(f, "%skernels per forward %d (eager %d), graph launches %d; arena %zu B (peak-live bound "
-               "%zu B, no reuse %zu B), constants %zu B, scratch %zu B\n",
+               "%zu B, no reuse %zu B), constants %zu B (+ %zu B shared by the model's plans), scratch %zu B\n",
             prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, g.arena_bytes,
-            g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.scratch_bytes);
+            g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.shared_const_bytes,
+            g.scratch_bytes);
     fprintf(f, "%spasses: dce %d, folded %d, qkv %d, epilogues %d, ln+residual %d, attention %d, "
                "eltwise %d, nonorm %d, conv+bn %d; plans cached %d (hits %llu, misses %llu)\n",
             prefix, g.dce_removed, g.folded, g.qkv_merged, g.epilogues, g.ln_residual,
