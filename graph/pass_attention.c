@@ -10,8 +10,14 @@
  * a copy (a permuted head view is not a batched GEMM operand); the attention
  * kernels only need a unit inner stride, so those copies are bypassed and k^T
  * is turned back into k by a view. The copies die in dead-node elimination.
+ *
+ * A bias added to the scores before a softmax of scale 1 (WavLM's gated
+ * relative-position bias: softmax(q k^T a + bias, key_mask)) joins the mask:
+ * attention(q, k, v, f32(bias) + key_mask, a). The cast and the add run on the
+ * [B, H, Sq, Sk] bias only, and the scores are still never written.
  */
 #include "graph.h"
+#include "../engine/op_infer.h"
 
 #include <string.h>
 
@@ -57,6 +63,51 @@ static bool untranspose(ft_graph *g, ft_tensor *kt) {
     return true;
 }
 
+/* A new node `op` on a and b (b may be NULL) inserted just before `before`; NULL + error. */
+static ft_tensor *insert_node(ft_graph *g, ft_tensor *before, ft_op op, ft_tensor *a, ft_tensor *b,
+                              const void *params, size_t psize) {
+    ft_tensor *t = ft_graph_new_tensor(g);
+    if (!t) return NULL;
+    t->op = op;
+    t->src[0] = a;
+    t->src[1] = b;
+    if (params) memcpy(t->op_params, params, psize);
+    int st = op == FT_OP_COPY ? ft_infer_copy(g->ctx, t) : ft_infer_binary(g->ctx, t);
+    if (st != FT_OK || ft_graph_insert(g, before->id, t) != FT_OK) return NULL;
+    return t;
+}
+
+/* The mask the fused attention adds: bias (any float dtype) + mask (f32 or NULL), in f32. */
+static ft_tensor *joined_mask(ft_graph *g, ft_tensor *before, ft_tensor *bias, ft_tensor *mask) {
+    if (bias->dtype != FT_DTYPE_F32) {
+        ft_params_copy p = {(int32_t)FT_DTYPE_F32};
+        bias = insert_node(g, before, FT_OP_COPY, bias, NULL, &p, sizeof p);
+        if (!bias) return NULL;
+    }
+    return mask ? insert_node(g, before, FT_OP_ADD, bias, mask, NULL, 0) : bias;
+}
+
+/* scores = add(matmul, bias) feeding a softmax of scale 1: the matmul and the bias. */
+static bool biased_scores(const ft_graph *g, const ft_tensor *probs, ft_tensor *add, ft_tensor **mm,
+                          ft_tensor **bias) {
+    if (add->op != FT_OP_ADD || !ft_graph_fusable(g, add) || add->ndim != 4 ||
+        FT_PARAMS(probs, ft_params_softmax)->scale != 1.0f)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        ft_tensor *a = add->src[k], *b = add->src[1 - k];
+        if (a->op != FT_OP_MATMUL || !ft_graph_fusable(g, a) || a->ndim != 4 || b->ndim > 4 ||
+            !ft_dtype_is_float(b->dtype))
+            continue;
+        bool same = true; /* the matmul already has the scores' shape: the bias broadcasts */
+        for (int d = 0; d < 4; d++) same = same && a->ne[d] == add->ne[d];
+        if (!same) continue;
+        *mm = a;
+        *bias = b;
+        return true;
+    }
+    return false;
+}
+
 int ft_pass_attention(ft_graph *g) {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -65,7 +116,8 @@ int ft_pass_attention(ft_graph *g) {
         if (FT_PARAMS(mm2, ft_params_matmul)->alpha != 1.0f) continue;
         ft_tensor *probs = mm2->src[0], *v = mm2->src[1];
         if (probs->op != FT_OP_SOFTMAX || !ft_graph_fusable(g, probs)) continue;
-        ft_tensor *scores = probs->src[0], *mask = probs->src[1];
+        ft_tensor *scores = probs->src[0], *mask = probs->src[1], *add = NULL, *bias = NULL;
+        if (biased_scores(g, probs, scores, &scores, &bias)) add = probs->src[0];
         if (scores->op != FT_OP_MATMUL || !ft_graph_fusable(g, scores) || scores->ndim != 4) continue;
         ft_tensor *q = under_copy(scores->src[0]), *kt = scores->src[1], *vv = under_copy(v);
         if (!inner_unit(q) || !inner_unit(vv) || kt->ndim != 4 || !ft_graph_fusable(g, kt)) continue;
@@ -73,7 +125,11 @@ int ft_pass_attention(ft_graph *g) {
             continue;
         if (q->dtype != mm2->dtype || vv->dtype != mm2->dtype) continue;
         float scale = FT_PARAMS(scores, ft_params_matmul)->alpha * FT_PARAMS(probs, ft_params_softmax)->scale;
+        if (mask && mask->dtype != FT_DTYPE_F32) continue;
+        /* the CUDA kernel keeps a head in shared memory: head dims up to 128 */
+        if (g->ctx->device == FT_DEVICE_CUDA && (q->ne[3] > 128 || vv->ne[3] > 128)) continue;
         if (!untranspose(g, kt)) continue;
+        if (bias && !(mask = joined_mask(g, mm2, bias, mask))) return -1;
         ft_params_attention p = {scale};
         mm2->op = FT_OP_ATTENTION;
         memset(mm2->op_params, 0, sizeof mm2->op_params);
@@ -85,6 +141,7 @@ int ft_pass_attention(ft_graph *g) {
         mm2->src[3] = mask;
         probs->flags |= FT_GF_DEAD;
         scores->flags |= FT_GF_DEAD;
+        if (add) add->flags |= FT_GF_DEAD;
         n++;
     }
     g->passes.attention += n;

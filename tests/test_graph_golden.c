@@ -316,6 +316,8 @@ static void test_fold_shared_across_plans(void) {
         CHECK_OK(ctx, ft_model_graph_stats(m, &g1));
         CHECK(g1.folded > 0 && g1.shared_const_bytes > 0, "nothing shared (%d folded, %zu bytes)", g1.folded,
               g1.shared_const_bytes);
+        /* the gated position bias joins the mask of the fused attention, every layer */
+        CHECK(g1.attention_fused == 2, "attention fused in %d of 2 WavLM layers", g1.attention_fused);
         ft_mem_stats before = ft_ctx_mem_stats(ctx);
         CHECK_OK(ctx, ft_model_forward(m, &one, 1));
         ft_mem_stats after = ft_ctx_mem_stats(ctx);
