@@ -11,10 +11,11 @@
  * kernels only need a unit inner stride, so those copies are bypassed and k^T
  * is turned back into k by a view. The copies die in dead-node elimination.
  *
- * A bias added to the scores before a softmax of scale 1 (WavLM's gated
- * relative-position bias: softmax(q k^T a + bias, key_mask)) joins the mask:
- * attention(q, k, v, f32(bias) + key_mask, a). The cast and the add run on the
- * [B, H, Sq, Sk] bias only, and the scores are still never written.
+ * Biases added to the scores before a softmax of scale 1 (WavLM's gated
+ * relative-position bias, Funnel's positional and token-type terms:
+ * softmax(q k^T a + b1 + b2 ..., mask)) join the mask:
+ * attention(q, k, v, f32(b1) + f32(b2) + ... + mask, a). The casts and adds run
+ * on the [B, H, Sq, Sk] biases only, and the scores are still never written.
  */
 #include "graph.h"
 #include "../engine/op_infer.h"
@@ -77,33 +78,50 @@ static ft_tensor *insert_node(ft_graph *g, ft_tensor *before, ft_op op, ft_tenso
     return t;
 }
 
-/* The mask the fused attention adds: bias (any float dtype) + mask (f32 or NULL), in f32. */
-static ft_tensor *joined_mask(ft_graph *g, ft_tensor *before, ft_tensor *bias, ft_tensor *mask) {
-    if (bias->dtype != FT_DTYPE_F32) {
-        ft_params_copy p = {(int32_t)FT_DTYPE_F32};
-        bias = insert_node(g, before, FT_OP_COPY, bias, NULL, &p, sizeof p);
-        if (!bias) return NULL;
+#define MAX_BIAS 4
+
+/* The mask the fused attention adds: the biases (any float dtype, cast to f32) and
+ * the softmax's mask (f32 or NULL), summed. */
+static ft_tensor *joined_mask(ft_graph *g, ft_tensor *before, ft_tensor **bias, int n, ft_tensor *mask) {
+    ft_tensor *sum = mask;
+    for (int i = 0; i < n; i++) {
+        ft_tensor *b = bias[i];
+        if (b->dtype != FT_DTYPE_F32) {
+            ft_params_copy p = {(int32_t)FT_DTYPE_F32};
+            if (!(b = insert_node(g, before, FT_OP_COPY, b, NULL, &p, sizeof p))) return NULL;
+        }
+        sum = sum ? insert_node(g, before, FT_OP_ADD, b, sum, NULL, 0) : b;
+        if (!sum) return NULL;
     }
-    return mask ? insert_node(g, before, FT_OP_ADD, bias, mask, NULL, 0) : bias;
+    return sum;
 }
 
-/* scores = add(matmul, bias) feeding a softmax of scale 1: the matmul and the bias. */
-static bool biased_scores(const ft_graph *g, const ft_tensor *probs, ft_tensor *add, ft_tensor **mm,
-                          ft_tensor **bias) {
-    if (add->op != FT_OP_ADD || !ft_graph_fusable(g, add) || add->ndim != 4 ||
-        FT_PARAMS(probs, ft_params_softmax)->scale != 1.0f)
-        return false;
-    for (int k = 0; k < 2; k++) {
-        ft_tensor *a = add->src[k], *b = add->src[1 - k];
-        if (a->op != FT_OP_MATMUL || !ft_graph_fusable(g, a) || a->ndim != 4 || b->ndim > 4 ||
-            !ft_dtype_is_float(b->dtype))
-            continue;
-        bool same = true; /* the matmul already has the scores' shape: the bias broadcasts */
-        for (int d = 0; d < 4; d++) same = same && a->ne[d] == add->ne[d];
-        if (!same) continue;
-        *mm = a;
-        *bias = b;
-        return true;
+/* scores = add(add(matmul, b1), b2)... feeding a softmax of scale 1: the matmul,
+ * the biases (up to MAX_BIAS) and the adds, each used once and of the scores' shape. */
+static bool biased_scores(const ft_graph *g, const ft_tensor *probs, ft_tensor *top, ft_tensor **mm,
+                          ft_tensor **bias, int *n_bias, ft_tensor **adds) {
+    if (FT_PARAMS(probs, ft_params_softmax)->scale != 1.0f) return false;
+    ft_tensor *node = top;
+    int n = 0;
+    while (node->op == FT_OP_ADD && n < MAX_BIAS && ft_graph_fusable(g, node) && node->ndim == 4) {
+        int k = 0;
+        for (; k < 2; k++) { /* the side that leads to the scores has their full shape */
+            ft_tensor *a = node->src[k];
+            bool full = a->ndim == 4 && (a->op == FT_OP_MATMUL || a->op == FT_OP_ADD);
+            for (int d = 0; full && d < 4; d++) full = a->ne[d] == node->ne[d];
+            if (full && ft_graph_fusable(g, a)) break;
+        }
+        if (k == 2) return false;
+        ft_tensor *b = node->src[1 - k];
+        if (b->ndim > 4 || !ft_dtype_is_float(b->dtype)) return false;
+        adds[n] = node;
+        bias[n++] = b;
+        node = node->src[k];
+        if (node->op == FT_OP_MATMUL) {
+            *mm = node;
+            *n_bias = n;
+            return true;
+        }
     }
     return false;
 }
@@ -116,8 +134,9 @@ int ft_pass_attention(ft_graph *g) {
         if (FT_PARAMS(mm2, ft_params_matmul)->alpha != 1.0f) continue;
         ft_tensor *probs = mm2->src[0], *v = mm2->src[1];
         if (probs->op != FT_OP_SOFTMAX || !ft_graph_fusable(g, probs)) continue;
-        ft_tensor *scores = probs->src[0], *mask = probs->src[1], *add = NULL, *bias = NULL;
-        if (biased_scores(g, probs, scores, &scores, &bias)) add = probs->src[0];
+        ft_tensor *scores = probs->src[0], *mask = probs->src[1], *bias[MAX_BIAS], *adds[MAX_BIAS];
+        int n_bias = 0;
+        if (!biased_scores(g, probs, scores, &scores, bias, &n_bias, adds)) n_bias = 0;
         if (scores->op != FT_OP_MATMUL || !ft_graph_fusable(g, scores) || scores->ndim != 4) continue;
         ft_tensor *q = under_copy(scores->src[0]), *kt = scores->src[1], *vv = under_copy(v);
         if (!inner_unit(q) || !inner_unit(vv) || kt->ndim != 4 || !ft_graph_fusable(g, kt)) continue;
@@ -129,7 +148,7 @@ int ft_pass_attention(ft_graph *g) {
         /* the CUDA kernel keeps a head in shared memory: head dims up to 128 */
         if (g->ctx->device == FT_DEVICE_CUDA && (q->ne[3] > 128 || vv->ne[3] > 128)) continue;
         if (!untranspose(g, kt)) continue;
-        if (bias && !(mask = joined_mask(g, mm2, bias, mask))) return -1;
+        if (n_bias && !(mask = joined_mask(g, mm2, bias, n_bias, mask))) return -1;
         ft_params_attention p = {scale};
         mm2->op = FT_OP_ATTENTION;
         memset(mm2->op_params, 0, sizeof mm2->op_params);
@@ -141,7 +160,7 @@ int ft_pass_attention(ft_graph *g) {
         mm2->src[3] = mask;
         probs->flags |= FT_GF_DEAD;
         scores->flags |= FT_GF_DEAD;
-        if (add) add->flags |= FT_GF_DEAD;
+        for (int b = 0; b < n_bias; b++) adds[b]->flags |= FT_GF_DEAD;
         n++;
     }
     g->passes.attention += n;

@@ -35,6 +35,9 @@ static void test_golden_cpu_fp32(void) {
 static void test_golden_cpu_fp16(void) {
     golden_run_check("funnel", FT_DEVICE_CPU, FT_MODE_EAGER, FT_DTYPE_F16, funnel_required, GOLDEN_FP16);
     golden_run_check("mobilebert", FT_DEVICE_CPU, FT_MODE_EAGER, FT_DTYPE_F16, mb_required, GOLDEN_FP16);
+    /* graph mode in f16: the fused attention takes Funnel's positional and token-type
+     * terms as an f32 mask */
+    golden_run_check("funnel", FT_DEVICE_CPU, FT_MODE_GRAPH, FT_DTYPE_F16, funnel_required, GOLDEN_FP16);
     golden_run_check("funnel", FT_DEVICE_CPU, FT_MODE_EAGER, FT_DTYPE_BF16, funnel_required,
                      (golden_tol){3e-2, 3e-2, 2e-2});
     golden_run_check("mobilebert", FT_DEVICE_CPU, FT_MODE_EAGER, FT_DTYPE_BF16, mb_required,

@@ -354,6 +354,27 @@ static void test_fold_shared_across_plans(void) {
     ft_ctx_free(ctx);
 }
 
+/* Funnel's positional and token-type terms are added to the scores before the
+ * softmax: they join the mask, and all 5 attention layers (3 blocks of 1, 2
+ * decoder layers) run the fused attention. */
+static void test_funnel_attention_fused(void) {
+    if (fusion_disabled()) return;
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    if (open_case(FT_DEVICE_CPU, "funnel", &ctx, &gc)) return;
+    ft_model_options o = ft_model_options_default();
+    o.mode = FT_MODE_GRAPH;
+    ft_model *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+    ft_graph_stats gs;
+    if (m && ft_model_graph_stats(m, &gs) == FT_OK)
+        CHECK(gs.attention_fused == 5, "attention fused in %d of 5 Funnel layers", gs.attention_fused);
+    ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 /* The loader packs each layer's Q/K/V weights back to back in graph mode, so the
  * Q/K/V merge stacks them without a copy: merged, and no extra constant bytes. */
 static void test_qkv_stack_is_packed(void) {
@@ -385,6 +406,7 @@ int main(void) {
     RUN(test_resnet_conv_bn_folded);
     RUN(test_qkv_stack_is_packed);
     RUN(test_fold_shared_across_plans);
+    RUN(test_funnel_attention_fused);
     RUN(test_golden_graph_cpu);
     RUN(test_golden_static_cpu);
     RUN(test_golden_graph_cuda);
