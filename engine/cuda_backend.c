@@ -84,7 +84,13 @@ int ft_cuda_capturing(ft_ctx *ctx) {
 
 void ft_cuda_set_allow_tf32(ft_ctx *ctx, int on) {
     ft_cuda_state *s = ft_cuda_state_of(ctx);
-    if (s) s->allow_tf32 = on != 0;
+    if (!s) return;
+    s->allow_tf32 = on != 0;
+    /* the cuBLAS handle's math mode was set from FT_ALLOW_TF32 at init; keep it in
+     * step, or the cuBLAS fallback (gemm_cublas) could still round f32 to TF32 after
+     * TF32 was turned off here (cuBLASLt plans key on allow_tf32 themselves) */
+    if (s->blas)
+        (void)cublasSetMathMode(s->blas, s->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -23,7 +23,8 @@ extern "C" {
 typedef struct ft_gemm_key {
     int32_t dtype, trans_a, trans_b, epilogue, has_c, tf32;
     int32_t align_a, align_b, align_c; /* bytes, power of two, capped at 256 */
-    int32_t pad_;
+    int32_t align_bias; /* the bias pointer's alignment (0 without bias): the heuristic
+                         * reads it from CUBLASLT_MATMUL_DESC_BIAS_POINTER */
     int64_t m, n, k, batch;
     int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
 } ft_gemm_key;

@@ -31,9 +31,13 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
                             "CUDA graph capture needs the context's non-blocking stream");
     double t0 = now_ms();
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess)
+    /* every failure below also clears the runtime's last error: left set, the next
+     * FT_CUDA_LAUNCH_CHECK (cudaGetLastError) would blame an unrelated kernel */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaStreamBeginCapture failed: %s",
                             cudaGetErrorString(e));
+    }
     ft_status st = run(user);
     cudaGraph_t graph = NULL;
     e = cudaStreamEndCapture(s, &graph);
@@ -51,6 +55,7 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
     cudaGraphExec_t exec = NULL;
     e = cudaGraphInstantiate(&exec, graph, 0);
     if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         cudaGraphDestroy(graph);
         return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaGraphInstantiate failed: %s",
                             cudaGetErrorString(e));
@@ -60,6 +65,7 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
     double t2 = now_ms();
     ft_cuda_graph *g = (ft_cuda_graph *)calloc(1, sizeof *g);
     if (!g || e != cudaSuccess) {
+        (void)cudaGetLastError();
         free(g);
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
@@ -78,8 +84,10 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
 
 ft_status ft_cuda_graph_launch(ft_ctx *ctx, ft_cuda_graph *g) {
     cudaError_t e = cudaGraphLaunch(g->exec, ft_cuda_stream(ctx));
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         return ft_set_error(ctx, FT_ERR_CUDA, "cudaGraphLaunch failed: %s", cudaGetErrorString(e));
+    }
     return FT_OK;
 }
 

@@ -132,8 +132,18 @@ FT_CUDA_KERNEL(binary) {
 /* scale and unary: y = act < 0 ? x * alpha + beta : act(x)                   */
 /* ------------------------------------------------------------------------- */
 
+/* A unary op as the CPU reference computes it (ft_cpu_unary_op, used by the
+ * unary kernels and the fused chains): RELU keeps NaN there, as torch.relu
+ * does. strided.cuh's ft_relu maps NaN to 0, which matches the GEMM/conv
+ * epilogue reference (kernels/cpu/gemm.c), not this op, so it is special-cased
+ * here rather than changed for every user. */
+__device__ __forceinline__ float ft_ew_act(int act, float x) {
+    if (act == FT_ACT_RELU) return (x > 0.0f || x != x) ? x : 0.0f;
+    return ft_act_apply(act, x);
+}
+
 __device__ __forceinline__ float ft_map1(float x, int act, float alpha, float beta) {
-    return act < 0 ? x * alpha + beta : ft_act_apply(act, x);
+    return act < 0 ? x * alpha + beta : ft_ew_act(act, x);
 }
 
 template <typename T, int V>
@@ -256,7 +266,7 @@ __global__ void ft_k_fused(T *__restrict__ out, ft_fused_srcs<T> s, ft_nd<K> d, 
             } else if (op == FT_OP_SCALE) {
                 acc = acc * p.alpha[st] + p.beta[st];
             } else {
-                acc = ft_act_apply(ft_unary_act(op), acc);
+                acc = ft_ew_act(ft_unary_act(op), acc);
             }
         }
         ft_st(out + i, acc);

@@ -171,9 +171,10 @@ static ft_status layout_make(ft_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataTyp
 }
 
 /* Builds descriptors and asks the heuristic for one algorithm with epilogue `epi`.
- * Returns FT_ERR_UNSUPPORTED (without recording it) when no algorithm exists. */
+ * Returns FT_ERR_UNSUPPORTED (without recording it) when no algorithm exists.
+ * `bias` is the call's bias pointer (NULL without one). */
 static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
-                            cublasLtEpilogue_t epi, ft_gemm_plan *p) {
+                            cublasLtEpilogue_t epi, const void *bias, ft_gemm_plan *p) {
     cudaDataType_t t = lt_type(k->dtype);
     cublasComputeType_t ct =
         (k->dtype == FT_DTYPE_F32 && k->tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -183,6 +184,13 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
     LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    /* cublasLt.h: cublasLtMatmulAlgoGetHeuristic() does not dereference the bias
+     * pointer but takes the bias alignment from its value, so it must be set
+     * before the query (left NULL, an algorithm needing a more aligned bias than
+     * the real one could be chosen). Its alignment is part of the key. */
+    if (bias && epi != CUBLASLT_EPILOGUE_DEFAULT)
+        LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                   sizeof bias));
 
     /* column-major views: our B^T is [N, K] (or stored [K, N] and transposed) */
     ft_status st;
@@ -230,7 +238,8 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
 /* The cached plan for key k (built on a miss). NULL with *st = FT_ERR_UNSUPPORTED
  * (nothing recorded) when cuBLASLt has no algorithm at all, so the caller can
  * take the cuBLAS path; NULL with the error recorded on a real failure. */
-static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k, ft_status *st) {
+static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k, const void *bias,
+                              ft_status *st) {
     uint64_t h = key_hash(k);
     int home = (int)(h & (FT_GEMM_CACHE_SLOTS - 1)), slot = -1;
     *st = FT_OK;
@@ -248,11 +257,11 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
     if (p->used) plan_destroy(p);
 
     cublasLtEpilogue_t epi = (cublasLtEpilogue_t)k->epilogue;
-    *st = plan_build(ctx, s, k, epi, p);
+    *st = plan_build(ctx, s, k, epi, bias, p);
     if (*st == FT_ERR_UNSUPPORTED && epi != CUBLASLT_EPILOGUE_DEFAULT) {
         /* no kernel fuses this epilogue here: plain GEMM, bias and act as a pass */
         plan_destroy(p);
-        *st = plan_build(ctx, s, k, CUBLASLT_EPILOGUE_DEFAULT, p);
+        *st = plan_build(ctx, s, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, p);
         p->epi_fallback = 1;
     }
     if (*st != FT_OK) {
@@ -318,6 +327,7 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
     k.align_b = ptr_align(g->b);
     k.align_c = ptr_align(g->c);
     if (g->residual && ptr_align(g->residual) < k.align_c) k.align_c = ptr_align(g->residual);
+    k.align_bias = g->bias ? ptr_align(g->bias) : 0;
     k.m = g->m;
     k.n = g->n;
     k.k = g->k;
@@ -332,7 +342,7 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
     }
 
     ft_status st = FT_OK;
-    ft_gemm_plan *p = plan_get(ctx, s, &k, &st);
+    ft_gemm_plan *p = plan_get(ctx, s, &k, g->bias, &st);
     if (!p) return st == FT_ERR_UNSUPPORTED ? gemm_cublas(ctx, s, g) : st;
 
     const void *bias_ptr = g->bias;
