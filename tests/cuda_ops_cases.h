@@ -290,20 +290,33 @@ static const op_case cases_attention[] = {
 
 static ft_tensor *b_conv1d(ft_ctx *c, ft_tensor **in, int v) {
     if (v == 0) return ft_conv1d(c, in[0], in[1], in[2], 2, 1, 2);
+    if (v == 2) return ft_conv1d(c, in[0], in[1], in[2], 1, 0, 1); /* kernel 1: the direct GEMM path */
     return ft_conv1d(c, in[0], in[1], NULL, 5, 0, 1); /* WavLM-like stem */
 }
 static const op_case cases_conv1d[] = {
     {"conv1d groups", b_conv1d, 0, 3, {I(3, 2, 6, 17), I(3, 4, 3, 3), I(1, 4)}, 0},
     {"conv1d stem", b_conv1d, 1, 2, {I(3, 2, 1, 400), I(3, 8, 1, 10)}, 0},
+    {"conv1d 1x1 direct", b_conv1d, 2, 3, {I(3, 2, 6, 17), I(3, 4, 6, 1), I(1, 4)}, 0},
 };
 
 static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
     if (v == 0) return ft_conv2d(c, in[0], in[1], in[2], 1, 1, 1);
+    if (v == 2) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 1); /* 1x1 stride 1: direct GEMM */
+    if (v == 3) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 2); /* the same, 2 groups */
+    if (v == 4) { /* graph-fused epilogue: relu(conv + b + residual), as ResNet's last 1x1 */
+        ft_params_conv p = {1, 0, 1, FT_ACT_RELU};
+        ft_tensor *s[4] = {in[0], in[1], in[2], in[3]};
+        return ft_dispatch(c, FT_OP_CONV2D, s, 4, &p, sizeof p);
+    }
     return ft_conv2d(c, in[0], in[1], NULL, 2, 0, 2);
 }
 static const op_case cases_conv2d[] = {
     {"conv2d 3x3", b_conv2d, 0, 3, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6)}, 0},
     {"conv2d groups stride", b_conv2d, 1, 2, {I(4, 1, 4, 9, 11), I(4, 6, 2, 1, 1)}, 0},
+    {"conv2d 1x1 direct", b_conv2d, 2, 3, {I(4, 2, 8, 5, 7), I(4, 6, 8, 1, 1), I(1, 6)}, 0},
+    {"conv2d 1x1 direct groups", b_conv2d, 3, 3, {I(4, 2, 8, 5, 7), I(4, 6, 4, 1, 1), I(1, 6)}, 0},
+    {"conv2d 1x1+residual+relu", b_conv2d, 4, 4,
+     {I(4, 2, 8, 5, 7), I(4, 6, 8, 1, 1), I(1, 6), I(4, 2, 6, 5, 7)}, 0},
 };
 
 static ft_tensor *b_maxpool(ft_ctx *c, ft_tensor **in, int v) {

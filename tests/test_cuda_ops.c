@@ -305,6 +305,33 @@ static void run_cases(const op_case *cases, int n) {
     static void test_op_##name(void) { run_cases(arr, (int)(sizeof arr / sizeof arr[0])); }
 OP_TESTS(OP_TEST)
 
+/* Every case of the table builds and runs on the CPU in f32 (it runs here, with or
+ * without a GPU): a case whose shapes or arguments are wrong is found on the
+ * machine that wrote it, not on a borrowed GPU's clock. */
+static void check_cases_on_cpu(const op_case *cases, int n, const char *op) {
+    for (int i = 0; i < n; i++) {
+        void *host[6] = {0};
+        int ok = 1;
+        for (int k = 0; k < cases[i].n_in && ok; k++) {
+            ft_dtype idt = cases[i].in[k].dt == CASE_DT ? FT_DTYPE_F32 : (ft_dtype)cases[i].in[k].dt;
+            ok = (host[k] = make_host(&cases[i].in[k], idt, (uint64_t)(k + 1) * 7919u)) != NULL;
+        }
+        run_out a;
+        memset(&a, 0, sizeof a);
+        if (ok) run_on(cpu, &cases[i], FT_DTYPE_F32, host, 0, FT_DTYPE_F32, &a);
+        CHECK(ok && (a.st == FT_OK || a.st == FT_ERR_UNSUPPORTED), "%s case '%s' on CPU: %s (%s)", op,
+              cases[i].name, ft_status_str(a.st), a.msg);
+        free(a.y);
+        for (int k = 0; k < cases[i].n_in; k++) free(host[k]);
+    }
+}
+
+static void test_cases_run_on_cpu(void) {
+#define OP_CPU(name, arr) check_cases_on_cpu(arr, (int)(sizeof arr / sizeof arr[0]), #name);
+    OP_TESTS(OP_CPU)
+#undef OP_CPU
+}
+
 /* ------------------------------------------------------------------------- */
 /* backend behaviour                                                          */
 /* ------------------------------------------------------------------------- */
@@ -439,8 +466,12 @@ int main(void) {
     (void)ft_test_golden_dir; /* part of the harness, unused here */
     have_gpu = ft_cuda_device_count() > 0;
     if (!have_gpu) printf("CUDA tests skipped (no device)\n");
+    if (ft_ctx_create(FT_DEVICE_CPU, &cpu) != FT_OK) {
+        printf("FAIL cannot create a CPU context\nRESULT: 0 passed, 1 failed, 0 skipped\n");
+        return 1;
+    }
     if (have_gpu) {
-        if (ft_ctx_create(FT_DEVICE_CPU, &cpu) != FT_OK || ft_ctx_create(FT_DEVICE_CUDA, &gpu) != FT_OK) {
+        if (ft_ctx_create(FT_DEVICE_CUDA, &gpu) != FT_OK) {
             printf("FAIL cannot create the CPU and CUDA contexts\n");
             ft_ctx_free(cpu);
             printf("RESULT: 0 passed, 1 failed, 0 skipped\n");
@@ -448,6 +479,7 @@ int main(void) {
         }
     }
     RUN(test_backend_basics);
+    RUN(test_cases_run_on_cpu);
 #ifdef FT_WITH_CUDA
     RUN(test_gemm_plan_cache);
     RUN(test_alloc_refused_in_capture);
