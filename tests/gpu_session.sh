@@ -53,6 +53,8 @@ bench)
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp32 --batch 1 --iters 200 --warmup 20
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5
     done
+    # the framework tax, profiled: modes x emulated per-op cost (CUPTI busy time)
+    [ -x "$B/examples/framework_tax" ] && run "$B/examples/framework_tax" bert-base cuda 1
     # the framework-tax curves (paper protocol, overhead share per point)
     for model in bert-base resnet-50; do
         run "$TOOL" sweep "$model" --device cuda --dtype fp16 --protocol paper --overhead --iters 20 \
@@ -62,7 +64,7 @@ bench)
         run python3 bench/baselines/hf_latency.py --model "$model" --batch 1 --dtype fp16 --ort \
             --json "$OUT/baseline-$model.json"
     done
-    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error|^[0-9]+ +(eager|graph|static)' "$log"
+    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) ' "$log"
     ;;
 golden)
     [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1
