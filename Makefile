@@ -122,7 +122,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test check gpu-check bench sweep kernel-bench install clean lint
+.PHONY: all test test-bins check gpu-check bench sweep kernel-bench install clean lint
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -157,6 +157,9 @@ $(BUILD)/examples/%: examples/%.c $(LIB_A)
 $(BUILD)/bench/%: bench/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+# the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
+test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
 test check: all $(TEST_BINS) $(EXAMPLE_BINS)
 	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS)

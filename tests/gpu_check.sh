@@ -5,7 +5,8 @@
 # runs compute-sanitizer memcheck and racecheck over the CUDA op test (and the
 # golden CUDA test binaries when present), runs the kernel bench, and prints a
 # pass/fail line per step. Exits non-zero if any step failed; says "no GPU" and
-# exits 0 on a machine without one.
+# exits 0 on a machine without one. GPU_CHECK_STEPS (default "build test sanitize
+# kbench") picks steps, so the check can be split over several timed calls.
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "gpu-check: no GPU (nvidia-smi not found); nothing to check"
@@ -51,8 +52,13 @@ step() {
     return $rc
 }
 
+STEPS=${GPU_CHECK_STEPS:-build test sanitize kbench}
+want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# the build always runs (a no-op when up to date): every later step needs it
 step "build sm_$cap" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all
-step "make test" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" test
+want test && step "make test" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" test
+want sanitize && make -j"$J" CUDA_ARCH="$cap" BUILD="$B" test-bins >/dev/null 2>&1
 
 # the op test whole; of the model tests only their CUDA tests (FT_TEST_FILTER=cuda),
 # whose CPU halves already ran in `make test` and gain nothing from the sanitizer
@@ -61,7 +67,9 @@ golden_bins=""
 for g in test_bert test_funnel_mobilebert test_resnet_wavlm test_graph_golden test_golden_variants; do
     golden_bins="$golden_bins $B/tests/$g"
 done
-if [ -z "$SAN" ]; then
+if ! want sanitize; then
+    :
+elif [ -z "$SAN" ]; then
     summary="$summary
   FAIL  compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
     failed=$((failed + 1))
@@ -83,7 +91,7 @@ else
     done
 fi
 
-step "kernel bench" make CUDA_ARCH="$cap" BUILD="$B" kernel-bench
+want kbench && step "kernel bench" make CUDA_ARCH="$cap" BUILD="$B" kernel-bench
 
 echo
 echo "gpu-check summary ($name, sm_$cap):$summary"

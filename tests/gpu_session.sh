@@ -4,7 +4,8 @@
 # build/gpu-session) so it can be brought back and recorded in docs/results/.
 #
 #   tests/gpu_session.sh check  [OUT]   make gpu-check: build for the local GPU, make test,
-#                                       compute-sanitizer, kernel bench
+#                                       compute-sanitizer, kernel bench (GPU_CHECK_STEPS="build
+#                                       test" then "sanitize kbench" splits it over two calls)
 #   tests/gpu_session.sh bench  [OUT]   ftengine bench of the model presets in eager / graph /
 #                                       static (+ static without CUDA graphs) with the plan
 #                                       costs, `ftengine sweep` curves (batch 1..128), and
