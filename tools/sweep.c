@@ -44,7 +44,7 @@ static int parse_batches(const char *s, long long *out) {
 
 /* A profiled pass of `iters` synchronized forwards; the overhead share of its wall time. */
 static int overhead_pass(ft_ctx *ctx, ft_profiler *p, ft_model *m, const ft_host_tensor *in,
-                         int n_in, int iters, double *share, double *overhead_ms) {
+                         int n_in, int iters, double *share, double *overhead_ms, int *ops) {
     if (ft_profiler_start(p) != FT_OK) return fail("profiler: %s", ft_ctx_errmsg(ctx));
     for (int i = 0; i < iters; i++)
         if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
@@ -54,6 +54,7 @@ static int overhead_pass(ft_ctx *ctx, ft_profiler *p, ft_model *m, const ft_host
     ft_profile_summary s;
     if (ft_profiler_stop(p) != FT_OK || ft_profiler_summary(p, &s) != FT_OK)
         return fail("profiler: %s", ft_ctx_errmsg(ctx));
+    *ops = (int)((s.ops + s.ops_dropped) / iters); /* op records: the launches of eager mode */
     if (s.busy_source == FT_BUSY_NONE || !(s.wall_us > 0)) {
         *share = -1;
         *overhead_ms = -1;
@@ -110,18 +111,20 @@ int cmd_sweep(int argc, char **argv) {
                 break;
             }
             double first = 0, mean = 0, share = -1, over = -1;
+            int ops = -1;
             rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean);
-            if (!rc && prof) rc = overhead_pass(ctx, prof, m, in, n_in, a.iters, &share, &over);
+            if (!rc && prof) rc = overhead_pass(ctx, prof, m, in, n_in, a.iters, &share, &over, &ops);
             /* tokens, image side or samples: the last dim of the first input */
             long long len = in[0].ndim > 1 ? (long long)in[0].shape[in[0].ndim - 1] : 0;
             free(owned);
             if (rc) break;
             ft_graph_stats gs;
-            int kernels = ft_model_graph_stats(m, &gs) == FT_OK && gs.valid ? gs.kernels_per_forward : -1;
+            /* a plan's kernels; in eager mode the profiled pass's op count, when there is one */
+            int kernels = ft_model_graph_stats(m, &gs) == FT_OK && gs.valid ? gs.kernels_per_forward : ops;
             double med = a.paper ? -1 : times[a.iters / 2], mn = a.paper ? -1 : times[0];
             char ov[32] = "-";
             if (share >= 0) snprintf(ov, sizeof ov, "%.1f%%", 100 * share);
-            char kn[16] = "-", md[32] = "-", mi_s[32] = "-"; /* eager has no plan to count */
+            char kn[16] = "-", md[32] = "-", mi_s[32] = "-";
             if (kernels >= 0) snprintf(kn, sizeof kn, "%d", kernels);
             if (!a.paper) { /* the paper's protocol has only the mean */
                 snprintf(md, sizeof md, "%.4f", med);
