@@ -64,6 +64,21 @@ static int open_case(ft_device dev, const char *name, ft_ctx **ctx, golden_case 
     return -1;
 }
 
+/* The golden case's model loaded in `mode`, and run once on its inputs when `run`;
+ * NULL after recording why. */
+static ft_model *load_case(ft_ctx *ctx, const golden_case *gc, ft_mode mode, int run) {
+    ft_model_options o = ft_model_options_default();
+    o.mode = mode;
+    ft_model *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc->dir, &o, &m));
+    if (m && run && ft_model_forward(m, gc->in, gc->n_in) != FT_OK) {
+        CHECK(0, "forward of %s in %s mode: %s", gc->dir, ft_mode_name(mode), ft_ctx_errmsg(ctx));
+        ft_model_free(m);
+        m = NULL;
+    }
+    return m;
+}
+
 /* Graph and static mode on CUDA run the same kernels on the same plan: the
  * outputs must agree to the bit, for a first input and for new values replayed. */
 static void test_cuda_graph_static_bitwise(void) {
@@ -71,11 +86,7 @@ static void test_cuda_graph_static_bitwise(void) {
     golden_case gc;
     if (open_case(FT_DEVICE_CUDA, "bert", &ctx, &gc)) return;
     ft_model *m[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < 3; k++) {
-        ft_model_options o = ft_model_options_default();
-        o.mode = (ft_mode)k;
-        CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m[k]));
-    }
+    for (int k = 0; k < 3; k++) m[k] = load_case(ctx, &gc, (ft_mode)k, 0);
     int64_t n = 2 * 16 * 64;
     float *out[3];
     for (int k = 0; k < 3; k++) out[k] = (float *)malloc((size_t)n * sizeof(float));
@@ -119,11 +130,7 @@ static void test_cuda_static_scratch_owned(void) {
     ft_ctx *ctx = NULL;
     golden_case gc;
     if (open_case(FT_DEVICE_CUDA, "resnet", &ctx, &gc)) return;
-    ft_model *eager = NULL, *stat = NULL;
-    ft_model_options o = ft_model_options_default();
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &eager));
-    o.mode = FT_MODE_STATIC;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &stat));
+    ft_model *eager = load_case(ctx, &gc, FT_MODE_EAGER, 0), *stat = load_case(ctx, &gc, FT_MODE_STATIC, 0);
     ft_host_tensor in = gc.in[0];
     int64_t n = 1;
     for (int d = 0; d < in.ndim; d++) n *= in.shape[d];
@@ -255,11 +262,7 @@ static void test_resnet_conv_bn_folded(void) {
     ft_ctx *ctx = NULL;
     golden_case gc;
     if (open_case(FT_DEVICE_CPU, "resnet", &ctx, &gc)) return;
-    ft_model_options o = ft_model_options_default();
-    o.mode = FT_MODE_GRAPH;
-    ft_model *m = NULL;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
-    if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+    ft_model *m = load_case(ctx, &gc, FT_MODE_GRAPH, 1);
     ft_graph_stats gs;
     if (m && ft_model_graph_stats(m, &gs) == FT_OK) {
         printf("  ResNet: %d kernels eager, %d graph; %d conv+BN folded, %d epilogues, arena %zu "
@@ -301,12 +304,7 @@ static void test_fold_shared_across_plans(void) {
     ft_ctx *ctx = NULL;
     golden_case gc;
     if (open_case(FT_DEVICE_CPU, "wavlm", &ctx, &gc)) return;
-    ft_model_options o = ft_model_options_default();
-    o.mode = FT_MODE_GRAPH;
-    ft_model *m = NULL, *e = NULL;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
-    o.mode = FT_MODE_EAGER;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &e));
+    ft_model *m = load_case(ctx, &gc, FT_MODE_GRAPH, 0), *e = load_case(ctx, &gc, FT_MODE_EAGER, 0);
     ft_host_tensor one = gc.in[0];
     one.shape[0] = 1;
     one.shape[1] = 12000; /* another length too: another plan */
@@ -362,11 +360,7 @@ static void test_funnel_attention_fused(void) {
     ft_ctx *ctx = NULL;
     golden_case gc;
     if (open_case(FT_DEVICE_CPU, "funnel", &ctx, &gc)) return;
-    ft_model_options o = ft_model_options_default();
-    o.mode = FT_MODE_GRAPH;
-    ft_model *m = NULL;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
-    if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+    ft_model *m = load_case(ctx, &gc, FT_MODE_GRAPH, 1);
     ft_graph_stats gs;
     if (m && ft_model_graph_stats(m, &gs) == FT_OK)
         CHECK(gs.attention_fused == 5, "attention fused in %d of 5 Funnel layers", gs.attention_fused);
@@ -383,15 +377,12 @@ static void test_qkv_stack_is_packed(void) {
     golden_case gc;
     if (open_case(FT_DEVICE_CPU, "bert", &ctx, &gc)) return;
     for (int k = 0; k < 2; k++) {
-        ft_model_options o = ft_model_options_default();
-        o.mode = k ? FT_MODE_STATIC : FT_MODE_GRAPH;
-        ft_model *m = NULL;
-        CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
-        if (m) CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+        ft_mode mode = k ? FT_MODE_STATIC : FT_MODE_GRAPH;
+        ft_model *m = load_case(ctx, &gc, mode, 1);
         ft_graph_stats gs;
         if (m && ft_model_graph_stats(m, &gs) == FT_OK) {
-            CHECK(gs.qkv_merged == 2, "%s: QKV merged in %d of 2 layers", ft_mode_name(o.mode), gs.qkv_merged);
-            CHECK(gs.shared_const_bytes == 0, "%s: %zu bytes of stacked weights copied", ft_mode_name(o.mode),
+            CHECK(gs.qkv_merged == 2, "%s: QKV merged in %d of 2 layers", ft_mode_name(mode), gs.qkv_merged);
+            CHECK(gs.shared_const_bytes == 0, "%s: %zu bytes of stacked weights copied", ft_mode_name(mode),
                   gs.shared_const_bytes);
         }
         ft_model_free(m);
