@@ -45,6 +45,14 @@ ft_block *ft_allocator_alloc(ft_allocator *a, ft_ctx *ctx, size_t bytes) {
         a->free_list[cls] = b->next;
     } else {
         char err[256] = "";
+        if (a->limit && a->stats.reserved + cbytes > a->limit) ft_allocator_trim(a);
+        if (a->limit && a->stats.reserved + cbytes > a->limit) {
+            ft_set_error(ctx, FT_ERR_OOM,
+                         "%s: out of memory allocating %zu bytes (%zu allocated, %zu reserved): the "
+                         "context's memory limit is %zu bytes",
+                         a->name, cbytes, a->stats.allocated, a->stats.reserved, a->limit);
+            return NULL;
+        }
         void *p = a->sys_alloc(a, cbytes, err, sizeof err);
         if (!p) {
             ft_allocator_trim(a); /* give cached blocks back and try once more */

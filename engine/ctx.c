@@ -125,6 +125,7 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
         return FT_ERR_UNSUPPORTED;
 #endif
     }
+    ctx->alloc.limit = o.mem_limit;
     *out = ctx;
     return FT_OK;
 }

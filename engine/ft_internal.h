@@ -90,6 +90,7 @@ typedef struct ft_allocator {
     ft_block *free_list[FT_ALLOC_NUM_CLASSES]; /* cached blocks per size class */
     ft_mem_stats stats;
     int caching; /* 0 disables reuse (every free goes back to the system) */
+    size_t limit; /* most bytes reserved from the system at once; 0 = no limit */
 } ft_allocator;
 
 /* size class for a request; returns the class index and its byte size */

@@ -192,6 +192,11 @@ typedef struct ft_ctx_options {
     int cpu_threads;   /* OpenMP threads for CPU kernels; 0 = the OpenMP default */
     char *errbuf;      /* optional: why creation failed (no context exists to ask) */
     size_t errbuf_size;
+    /* 0: none. Otherwise the context's caching allocator never holds more than this
+     * many bytes of the device's memory (weights, activations, plans): emulates a
+     * smaller device, and makes every out-of-memory path reachable in tests. Library
+     * workspaces made at context creation are not counted. */
+    size_t mem_limit;
 } ft_ctx_options;
 
 ft_ctx_options ft_ctx_options_default(void);

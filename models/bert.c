@@ -215,13 +215,13 @@ static ft_tensor *additive_mask(ft_ctx *ctx, ft_tensor *mask) {
     /* m * (-min) + min: exactly 0 where m = 1 and min where m = 0 */
     ft_tensor *add = ft_scale(ctx, m, -F32_MIN_VALUE, F32_MIN_VALUE);
     if (!add) return NULL;
-    return ft_reshape(ctx, add, 4, FT_SHAPE(add->ne[0], 1, 1, add->ne[1]));
+    return ft_reshape(ctx, add, 4, FT_SHAPE(ft_tensor_dim(add, 0), 1, 1, ft_tensor_dim(add, 1)));
 }
 
 /* [B, S, D] -> [B, H, S, Dh] view */
 static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(x->ne[0], x->ne[1], heads, x->ne[2] / heads));
+    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
 }
 
@@ -245,7 +245,7 @@ static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l,
     ft_tensor *c = ft_matmul(ctx, probs, v, 1.0f); /* [B, H, S, Dh] */
     ft_tensor_release(ctx, probs);
     c = ft_permute(ctx, c, (const int[]){0, 2, 1, 3});
-    c = ft_reshape(ctx, c, 3, FT_SHAPE(h->ne[0], h->ne[1], b->d)); /* [B, S, D] */
+    c = ft_reshape(ctx, c, 3, FT_SHAPE(ft_tensor_dim(h, 0), ft_tensor_dim(h, 1), b->d)); /* [B, S, D] */
     ft_tensor *a = ft_layernorm(ctx, ft_add(ctx, ft_linear(ctx, c, l->wo, l->bo), h), l->ln1_w,
                                 l->ln1_b, b->eps);
     ft_tensor *f = ft_linear(ctx, a, l->wi, l->bi); /* [B, S, I] */
@@ -260,7 +260,7 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
     const bert *b = (const bert *)m->priv;
     ft_tensor *ids = ft_model_input(m, "input_ids");
     ft_tensor *tt = ft_model_input(m, "token_type_ids");
-    int64_t S = ids->ne[1];
+    int64_t S = ft_tensor_dim(ids, 1);
     ft_tensor *e = ft_embedding(ctx, b->word, ids); /* [B, S, D] */
     e = ft_add(ctx, e, ft_slice(ctx, b->pos, 0, 0, S));
     if (!b->distil) /* absent token types are all zeros: row 0, broadcast */

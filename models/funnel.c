@@ -187,14 +187,14 @@ static ft_status funnel_validate(ft_model *m) {
 /* [B, L, N*Dh] -> [B, N, L, Dh] view */
 static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(x->ne[0], x->ne[1], heads, x->ne[2] / heads));
+    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
 }
 
 /* [B, L, N*Dh] -> [N, B*L, Dh] view: a GEMM operand without a copy (rows N*Dh apart) */
 static ft_tensor *head_major(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 3, FT_SHAPE(x->ne[0] * x->ne[1], heads, x->ne[2] / heads));
+    ft_tensor *v = ft_reshape(ctx, x, 3, FT_SHAPE(ft_tensor_dim(x, 0) * ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){1, 0, 2});
 }
 
@@ -221,7 +221,7 @@ typedef struct fn_att_in {
 static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer *L, ft_tensor *xq,
                                    ft_tensor *xk, const fn_att_in *a) {
     if (!xq || !xk) return NULL;
-    int64_t B = xq->ne[0], Lq = xq->ne[1], Lk = xk->ne[1], N = f->heads, Dh = f->dh, H = N * Dh;
+    int64_t B = ft_tensor_dim(xq, 0), Lq = ft_tensor_dim(xq, 1), Lk = ft_tensor_dim(xk, 1), N = f->heads, Dh = f->dh, H = N * Dh;
     float s = 1.0f / sqrtf((float)Dh);
     ft_tensor *q = ft_linear(ctx, xq, L->wq, NULL); /* [B, Lq, H] */
     ft_tensor *k = ft_linear(ctx, xk, L->wk, L->bk); /* [B, Lk, H] */
@@ -303,7 +303,7 @@ static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer 
 static ft_tensor *fn_pool(ft_ctx *ctx, const funnel *f, ft_tensor *x, int kind) {
     if (!x) return NULL;
     if (f->separate_cls) {
-        int64_t L = x->ne[1];
+        int64_t L = ft_tensor_dim(x, 1);
         ft_tensor *rest = f->truncate_seq ? ft_slice(ctx, x, 1, 0, L - 1) : x;
         x = ft_concat(ctx, ft_slice(ctx, x, 1, 0, 1), rest, 1);
     }
@@ -313,13 +313,13 @@ static ft_tensor *fn_pool(ft_ctx *ctx, const funnel *f, ft_tensor *x, int kind) 
 /* HF upsample: repeat every non-cls row `stride` times, pad, cut to S, re-attach cls. */
 static ft_tensor *fn_upsample(ft_ctx *ctx, const funnel *f, ft_tensor *x, int64_t stride, int64_t S) {
     if (!x || stride == 1 || S == 1) return x; /* S == 1: only <cls>, which HF keeps */
-    int64_t B = x->ne[0], Lf = x->ne[1], D = x->ne[2];
+    int64_t B = ft_tensor_dim(x, 0), Lf = ft_tensor_dim(x, 1), D = ft_tensor_dim(x, 2);
     ft_tensor *cls = NULL, *rest = x;
     if (f->separate_cls) {
         cls = ft_slice(ctx, x, 1, 0, 1);
         rest = ft_slice(ctx, x, 1, 1, Lf - 1);
     }
-    int64_t n = rest ? rest->ne[1] : 0;
+    int64_t n = rest ? ft_tensor_dim(rest, 1) : 0;
     ft_tensor *rep = ft_expand(ctx, ft_unsqueeze(ctx, rest, 2), 4, FT_SHAPE(B, n, stride, D));
     rep = ft_reshape(ctx, ft_contiguous(ctx, rep), 3, FT_SHAPE(B, n * stride, D)); /* [B, n*stride, D] */
     if (!f->separate_cls) return ft_slice(ctx, rep, 1, 0, S);
@@ -356,7 +356,7 @@ static void fn_seg_geom(ft_ctx *ctx, const fn_sched *s, fn_consts *c, fn_seg *sg
 static ft_tensor *fn_mask_add(ft_ctx *ctx, ft_tensor *m) {
     if (!m) return NULL;
     ft_tensor *a = ft_scale(ctx, m, FN_MASK_INF, -FN_MASK_INF);
-    return ft_reshape(ctx, a, 4, FT_SHAPE(m->ne[0], 1, 1, m->ne[1]));
+    return ft_reshape(ctx, a, 4, FT_SHAPE(ft_tensor_dim(m, 0), 1, 1, ft_tensor_dim(m, 1)));
 }
 
 static ft_status fn_run_layer(ft_model *m, funnel *f, const fn_sched *s, fn_consts *c, fn_seg *sg,
@@ -395,7 +395,7 @@ static ft_status funnel_forward(ft_model *m, ft_ctx *ctx) {
     ft_tensor *mask = ft_model_input(m, "attention_mask");
     ft_tensor *tt = ft_model_input(m, "token_type_ids");
     if (!ids) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
-    int64_t S = ids->ne[1];
+    int64_t S = ft_tensor_dim(ids, 1);
     fn_sched s;
     ft_status st = fn_sched_build(ctx, f, S, &s);
     if (st) return st;

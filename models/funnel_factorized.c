@@ -64,7 +64,7 @@ ft_tensor *fn_fz_positional(ft_ctx *ctx, const funnel *f, const fn_layer *L, ft_
                             ft_tensor *fq, ft_tensor *fk, ft_tensor **base) {
     *base = NULL;
     if (!qr || !fq || !fk) return NULL;
-    int64_t N = f->heads, D = f->d, Lq = fq->ne[0], Lk = fk->ne[1];
+    int64_t N = f->heads, D = f->d, Lq = ft_tensor_dim(fq, 0), Lk = ft_tensor_dim(fk, 1);
     /* einsum("binh,dnh->bind"): r_kernel [D, N, Dh] read as [N, Dh, D], a view */
     ft_tensor *wr = ft_permute(ctx, L->rk, (const int[]){1, 2, 0});
     ft_tensor *qd = ft_matmul(ctx, qr, wr, 1.0f); /* [N, B*Lq, D] */

@@ -271,7 +271,7 @@ static ft_tensor *ffn(ft_ctx *ctx, const mobilebert *b, ft_tensor *x, ft_tensor 
 /* [B, S, H] -> [B, N, S, Dh] view */
 static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(x->ne[0], x->ne[1], heads, x->ne[2] / heads));
+    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
 }
 
@@ -286,7 +286,7 @@ static ft_tensor *mb_layer_forward(ft_ctx *ctx, const mobilebert *b, const mb_la
             qk_in = norm(ctx, b, &l->att_n, ft_linear(ctx, h, l->att_w, l->att_b));
         }
     }
-    int64_t N = b->heads, Dh = b->dt / b->heads, B = h->ne[0], S = h->ne[1];
+    int64_t N = b->heads, Dh = b->dt / b->heads, B = ft_tensor_dim(h, 0), S = ft_tensor_dim(h, 1);
     ft_tensor *q = split_heads(ctx, ft_linear(ctx, qk_in, l->wq, l->bq), N);
     ft_tensor *k = split_heads(ctx, ft_linear(ctx, qk_in, l->wk, l->bk), N);
     ft_tensor *v = split_heads(ctx, ft_linear(ctx, v_in, l->wv, l->bv), N);
@@ -322,7 +322,7 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
     ft_tensor *tt = ft_model_input(m, "token_type_ids");
     ft_tensor *mask_in = ft_model_input(m, "attention_mask");
     if (!ids) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
-    int64_t S = ids->ne[1];
+    int64_t S = ft_tensor_dim(ids, 1);
     ft_tensor *e = ft_embedding(ctx, b->word, ids); /* [B, S, E] */
     if (b->trigram) {
         /* concat(e[s+1], e[s], e[s-1]) with zero rows past either end */
@@ -343,7 +343,7 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
     ft_tensor *mask = NULL; /* (1 - m) * finfo.min, [B, 1, 1, S] */
     if (mask_in) {
         ft_tensor *mf = ft_scale(ctx, ft_cast(ctx, mask_in, FT_DTYPE_F32), -F32_MIN_VALUE, F32_MIN_VALUE);
-        mask = mf ? ft_reshape(ctx, mf, 4, FT_SHAPE(mf->ne[0], 1, 1, mf->ne[1])) : NULL;
+        mask = mf ? ft_reshape(ctx, mf, 4, FT_SHAPE(ft_tensor_dim(mf, 0), 1, 1, ft_tensor_dim(mf, 1))) : NULL;
     }
     bool hs = ft_model_want_hidden_states(m);
     ft_model_add_hidden_state(m, 0, h);

@@ -365,14 +365,14 @@ static ft_tensor *frame_mask(ft_ctx *ctx, const wavlm *w, ft_tensor *mask, int64
 /* [B, T, D] -> [B, H, T, Dh] view */
 static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(x->ne[0], x->ne[1], heads, x->ne[2] / heads));
+    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
 }
 
 /* Self-attention with the gated relative bias; x [B, T, D] is the attention input. */
 static ft_tensor *attention(ft_ctx *ctx, const wavlm *w, const wavlm_layer *l, ft_tensor *x,
                             ft_tensor *bias0, ft_tensor *key_mask) {
-    int64_t B = x->ne[0], T = x->ne[1], H = w->heads, dh = w->d / H;
+    int64_t B = ft_tensor_dim(x, 0), T = ft_tensor_dim(x, 1), H = w->heads, dh = w->d / H;
     /* gate from the layer input per head: sigmoid of two sums of 4 projections */
     ft_tensor *xh = ft_reshape(ctx, x, 4, FT_SHAPE(B, T, H, dh));
     ft_tensor *z = ft_linear(ctx, xh, l->gru_w, l->gru_b);                 /* [B, T, H, 8] */
@@ -431,7 +431,7 @@ static ft_tensor *encoder_layer(ft_ctx *ctx, const wavlm *w, const wavlm_layer *
 /* Positional conv embedding of x [B, T, D]: weight-normed grouped conv, last frame
  * dropped when the kernel is even, activation; returned as [B, T, D]. */
 static ft_tensor *pos_conv(ft_ctx *ctx, const wavlm *w, ft_tensor *x) {
-    int64_t T = x->ne[1];
+    int64_t T = ft_tensor_dim(x, 1);
     ft_tensor *wt = ft_weight_norm(ctx, w->pos_g, w->pos_v, 2); /* [D, D/G, K] */
     ft_tensor *y = ft_conv1d(ctx, ft_transpose(ctx, x, 1, 2), wt, w->pos_b, 1, (int)(w->pos_k / 2),
                              (int)w->pos_groups); /* [B, D, T (+1)] */
@@ -447,7 +447,7 @@ static ft_status wavlm_forward(ft_model *m, ft_ctx *ctx) {
     ft_tensor *mask = ft_model_input(m, "attention_mask");
     ft_tensor *feat = feature_encoder(ctx, w, input);    /* [B, C, T'] */
     if (!feat) return ctx->status;
-    int64_t frames = feat->ne[2];
+    int64_t frames = ft_tensor_dim(feat, 2);
     ft_tensor *ef = ft_layernorm(ctx, ft_transpose(ctx, feat, 1, 2), w->proj_ln_w, w->proj_ln_b,
                                  w->eps);                /* [B, T', C] */
     ft_tensor_release(ctx, feat);
@@ -461,7 +461,7 @@ static ft_status wavlm_forward(ft_model *m, ft_ctx *ctx) {
         ft_tensor *keep = ft_cast(ctx, ft_unsqueeze(ctx, valid, 2), m->dtype); /* [B, T', 1] */
         x = ft_mul(ctx, x, keep); /* padded frames are zero before the positional conv */
         key_mask = ft_reshape(ctx, ft_scale(ctx, valid, -F32_MIN_VALUE, F32_MIN_VALUE), 4,
-                              FT_SHAPE(valid->ne[0], 1, 1, frames)); /* [B, 1, 1, T'] */
+                              FT_SHAPE(ft_tensor_dim(valid, 0), 1, 1, frames)); /* [B, 1, 1, T'] */
     }
     ft_tensor *pos = pos_conv(ctx, w, x);
     ft_tensor *h = ft_add(ctx, x, pos);

@@ -198,7 +198,10 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
         random_fill(m, name, f32, n);
         src = f32;
     }
-    if (ft_tensor_alloc_storage(ctx, t) != FT_OK) goto fail;
+    if (ft_tensor_alloc_storage(ctx, t) != FT_OK) {
+        ft_error_prefix(ctx, "%s: loading '%s'", source_file(m), name);
+        goto fail;
+    }
     size_t bytes = ft_nbytes(t);
     if (src_t == dtype) {
         if (ft_copy_to_device(ctx, t->data, src, bytes) != FT_OK) goto fail;

@@ -16,10 +16,10 @@ const char *ft_cli_usage_text =
     "  ftengine info MODEL [--batch B] [--seq S]\n"
     "  ftengine bench MODEL [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
     "               [--batch B] [--seq S] [--warmup N] [--iters N] [--protocol paper|sync]\n"
-    "               [--op-cost-us N] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
+    "               [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
     "  ftengine sweep MODEL [--device cpu|cuda] [--dtype fp32|fp16|bf16] [--modes eager,graph,static]\n"
     "               [--batches 1,2,4,...] [--seq S] [--protocol paper|sync] [--warmup N] [--iters N]\n"
-    "               [--overhead] [--op-cost-us N] [--csv FILE.csv]\n"
+    "               [--overhead] [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--csv FILE.csv]\n"
     "  ftengine version\n"
     "MODEL is a directory holding config.json and model.safetensors, or a preset name\n"
     "(ftengine info --presets lists them).\n";
@@ -73,6 +73,16 @@ int parse(int argc, char **argv, args *a) {
         else if (!strcmp(o, "--csv")) { NEED_VALUE(); a->csv = v; }
         else if (!strcmp(o, "--phases")) a->phases = 1;
         else if (!strcmp(o, "--overhead")) a->overhead = 1;
+        else if (!strcmp(o, "--mem-limit")) { /* bytes, or with a K/M/G suffix (powers of 1024) */
+            NEED_VALUE();
+            char *end = NULL;
+            double n = strtod(v, &end);
+            double mul = !*end ? 1 : !strcmp(end, "K") ? 1024.0 : !strcmp(end, "M") ? 1048576.0
+                       : !strcmp(end, "G") ? 1073741824.0 : -1;
+            if (!*v || mul < 0 || !(n * mul >= 1 && n * mul < 1e18))
+                return usage("--mem-limit needs a size in bytes (suffix K, M or G allowed), got '%s'", v);
+            a->mem_limit = (size_t)(n * mul);
+        }
         else if (!strcmp(o, "--modes")) { NEED_VALUE(); a->modes = v; }
         else if (!strcmp(o, "--batches")) { NEED_VALUE(); a->batches = v; }
         else if (!strcmp(o, "--protocol")) {
@@ -129,10 +139,11 @@ double now_ms(void) {
 }
 
 /* Creates the context; the error (no CUDA backend, no device) becomes one line. */
-ft_ctx *make_ctx(ft_device dev, int *rc) {
+ft_ctx *make_ctx(const args *a, ft_device dev, int *rc) {
     char err[512] = "";
     ft_ctx_options o = ft_ctx_options_default();
     o.device = dev;
+    o.mem_limit = a->mem_limit;
     o.errbuf = err;
     o.errbuf_size = sizeof err;
     ft_ctx *ctx = NULL;

@@ -24,6 +24,7 @@ typedef struct args {
     const char *modes, *batches; /* sweep: comma-separated lists */
     int paper;               /* timing protocol: 1 the paper's (back to back, mean), 0 synchronized */
     int overhead;            /* sweep: a profiled pass per point for the framework overhead */
+    size_t mem_limit;        /* --mem-limit: the context's allocator cap in bytes (0: none) */
 } args;
 
 extern const char *ft_cli_usage_text;
@@ -44,7 +45,7 @@ int fail(const char *fmt, ...)
 int parse(int argc, char **argv, args *a);
 double now_ms(void);
 /* Creates the context; the error (no CUDA backend, no device) becomes one line. */
-ft_ctx *make_ctx(ft_device dev, int *rc);
+ft_ctx *make_ctx(const args *a, ft_device dev, int *rc);
 ft_model *load(ft_ctx *ctx, const args *a, int *rc);
 
 /* Latency of m on `in`, after one untimed first forward (whose time goes to *first_ms)

@@ -185,7 +185,7 @@ static int cmd_run(int argc, char **argv) {
     if (!a.model) return usage("run needs a MODEL");
     if (!a.inputs) return usage("run needs --inputs IN.safetensors");
     if (!a.out) return usage("run needs --out OUT.safetensors");
-    ft_ctx *ctx = make_ctx(a.device, &rc);
+    ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_model *m = NULL;
     ft_st_file *in = NULL;
@@ -261,7 +261,7 @@ static int cmd_info(int argc, char **argv) {
         return 0;
     }
     if (!a.model) return usage("info needs a MODEL");
-    ft_ctx *ctx = make_ctx(FT_DEVICE_CPU, &rc);
+    ft_ctx *ctx = make_ctx(&a, FT_DEVICE_CPU, &rc);
     if (!ctx) return rc;
     ft_model *m = load(ctx, &a, &rc);
     if (m) {
@@ -290,7 +290,7 @@ static int cmd_bench(int argc, char **argv) {
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     if (!a.model) return usage("bench needs a MODEL");
-    ft_ctx *ctx = make_ctx(a.device, &rc);
+    ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_profiler *prof = NULL;
     ft_model *m = NULL;

@@ -76,7 +76,7 @@ int cmd_sweep(int argc, char **argv) {
     int n_batches = parse_batches(a.batches ? a.batches : "1,2,4,8,16,32,64,128", batches);
     if (n_modes < 1) return usage("--modes needs a comma-separated list of eager, graph, static");
     if (n_batches < 1) return usage("--batches needs a comma-separated list of positive integers");
-    ft_ctx *ctx = make_ctx(a.device, &rc);
+    ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_profiler *prof = NULL;
     FILE *csv = NULL;
