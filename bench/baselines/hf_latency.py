@@ -92,13 +92,19 @@ def torch_graph_runner(model, inp):
 def ort_runner(model, inp, path):
     import onnxruntime as ort
     names = list(inp)
+    args = tuple(inp[k] for k in names)
     with torch.no_grad():
-        try:
-            torch.onnx.export(model, tuple(inp[k] for k in names), path, input_names=names,
-                              output_names=["last_hidden_state"], opset_version=17, dynamo=False)
-        except TypeError:  # older torch without the dynamo switch
-            torch.onnx.export(model, tuple(inp[k] for k in names), path, input_names=names,
-                              output_names=["last_hidden_state"], opset_version=17)
+        errors = []
+        # the TorchScript exporter where it still exists, else the dynamo one (needs onnxscript)
+        for kw in ({"dynamo": False}, {"dynamo": True}, {}):
+            try:
+                torch.onnx.export(model, args, path, input_names=names,
+                                  output_names=["last_hidden_state"], opset_version=18, **kw)
+                break
+            except Exception as e:  # try the next exporter
+                errors.append(f"{kw}: {e.__class__.__name__}: {str(e)[:120]}")
+        else:
+            raise RuntimeError("ONNX export failed: " + " | ".join(errors))
     sess = ort.InferenceSession(path, providers=["CUDAExecutionProvider"])
     if "CUDAExecutionProvider" not in sess.get_providers():
         raise RuntimeError(f"ORT has no CUDA provider here ({sess.get_providers()})")
