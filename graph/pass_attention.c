@@ -16,6 +16,11 @@
  * softmax(q k^T a + b1 + b2 ..., mask)) join the mask:
  * attention(q, k, v, f32(b1) + f32(b2) + ... + mask, a). The casts and adds run
  * on the [B, H, Sq, Sk] biases only, and the scores are still never written.
+ *
+ * Models then merge the heads back: permute(0, 2, 1, 3) and a contiguous copy
+ * before the output projection. The fused attention instead writes its output
+ * straight in that [B, S, H, Dv] layout (its strides say so), the permute becomes
+ * a contiguous view and the copy a view too: one kernel less per layer.
  */
 #include "graph.h"
 #include "../engine/op_infer.h"
@@ -126,6 +131,53 @@ static bool biased_scores(const ft_graph *g, const ft_tensor *probs, ft_tensor *
     return false;
 }
 
+/* The one node that reads t (as a source or through a view), or NULL. */
+static ft_tensor *sole_user(ft_graph *g, const ft_tensor *t) {
+    if (ft_graph_uses(g, t) != 1 || ft_graph_is_output(g, t)) return NULL;
+    for (int i = t->id + 1; i < g->n_nodes; i++) {
+        ft_tensor *u = g->nodes[i];
+        if (u->flags & FT_GF_DEAD) continue;
+        for (int k = 0; k < FT_MAX_SRC; k++)
+            if (u->src[k] == t) return u;
+    }
+    return NULL;
+}
+
+/* attention [B, H, S, Dv] -> permute(0, 2, 1, 3) -> contiguous copy: the attention
+ * writes [B, S, H, Dv] memory, the copy becomes a view. Returns 1 if rewritten. */
+static int heads_merged_in_place(ft_graph *g, ft_tensor *a) {
+    if (a->ndim != 4 || !ft_tensor_contiguous(a)) return 0;
+    ft_tensor *u = sole_user(g, a);
+    if (!u || u->op != FT_OP_VIEW || u->view_src != a || u->view_offs != 0 || u->ndim != 4) return 0;
+    const int perm[4] = {0, 2, 1, 3};
+    for (int d = 0; d < 4; d++)
+        if (u->ne[d] != a->ne[perm[d]] || (u->ne[d] != 1 && u->nb[d] != a->nb[perm[d]])) return 0;
+    ft_tensor *c = sole_user(g, u);
+    if (!c || c->op != FT_OP_COPY || c->src[0] != u || c->dtype != a->dtype || !ft_tensor_contiguous(c))
+        return 0;
+    int64_t H = a->ne[1], S = a->ne[2], Dv = a->ne[3];
+    a->nb[3] = 1;
+    a->nb[1] = Dv;
+    a->nb[2] = H * Dv;
+    a->nb[0] = S * H * Dv;
+    for (int d = 0; d < 4; d++) u->nb[d] = a->nb[perm[d]]; /* now contiguous */
+    c->op = FT_OP_VIEW;
+    memset(c->op_params, 0, sizeof c->op_params);
+    memset(c->src, 0, sizeof c->src);
+    c->src[0] = u;
+    c->view_src = a;
+    c->view_offs = 0;
+    c->flags |= FT_TF_VIEW;
+    c->data = NULL;
+    /* views taken of the copy (the reshape to [B, S, D]) now alias a: their root
+     * must say so, or the planner would free a's memory before they are read */
+    for (int i = c->id + 1; i < g->n_nodes; i++) {
+        ft_tensor *v = g->nodes[i];
+        if (v->op == FT_OP_VIEW && v->view_src == c) v->view_src = a;
+    }
+    return 1;
+}
+
 int ft_pass_attention(ft_graph *g) {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -163,6 +215,9 @@ int ft_pass_attention(ft_graph *g) {
         for (int b = 0; b < n_bias; b++) adds[b]->flags |= FT_GF_DEAD;
         n++;
     }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op == FT_OP_ATTENTION && !(g->nodes[i]->flags & FT_GF_DEAD))
+            heads_merged_in_place(g, g->nodes[i]);
     g->passes.attention += n;
     return n;
 }

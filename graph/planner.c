@@ -80,9 +80,10 @@ static bool in_graph(const ft_graph *g, const ft_tensor *t) {
     return t && t->id >= 0 && t->id < g->n_nodes && g->nodes[t->id] == t;
 }
 
-/* The node whose buffer t reads, or -1 (weights, constants). */
+/* The node whose buffer t reads, or -1 (weights, constants). A pass may turn a
+ * node that other views were taken of into a view itself: follow the chain. */
 static int root_of(const ft_graph *g, const ft_tensor *t) {
-    if (t && t->op == FT_OP_VIEW) t = t->view_src;
+    while (t && t->op == FT_OP_VIEW) t = t->view_src;
     return in_graph(g, t) ? t->id : -1;
 }
 

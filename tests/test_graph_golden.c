@@ -219,7 +219,7 @@ static int bert_kernels(ft_ctx *ctx, int layers, int64_t B, int *traced, int *qk
     return fused;
 }
 
-/* At most 8 kernels per BERT encoder layer in graph mode (and static: same plan),
+/* At most 8 kernels per BERT encoder layer in graph mode (the issue's bound; 7 now),
  * measured as the difference between a 12-layer and a 1-layer model (a 0-layer
  * model would drop the unused mask ops). */
 static int fusion_disabled(void) {
@@ -244,7 +244,9 @@ static void test_bert_kernels_per_layer(void) {
         double per = (k12 - k0) / 11.0, eager = (t12 - t0) / 11.0;
         printf("  BERT B=%lld: %.2f kernels per layer in graph mode, %.2f eager\n", (long long)B, per,
                eager);
-        CHECK(per <= 8.0, "B=%lld: %.2f kernels per layer", (long long)B, per);
+        /* QKV GEMM, attention (writing [B, S, H, D] for the next GEMM: no copy), output
+         * GEMM + residual, LayerNorm, FFN GEMM + GELU, FFN GEMM + residual, LayerNorm */
+        CHECK(per <= 7.0, "B=%lld: %.2f kernels per layer", (long long)B, per);
         CHECK(k12 < t12, "fusion saved nothing (%d of %d)", k12, t12);
         CHECK(a == 12 && q == 12, "attention fused %d, QKV merged %d of 12", a, q);
     }

@@ -4,6 +4,7 @@
  * GEMM operand; f16/bf16 operands are staged into f32 buffers, computed in f32
  * and rounded once on store.
  */
+#include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
 
@@ -21,6 +22,19 @@ static float *out_f32(ft_tensor *dst) {
     if (dst->dtype == FT_DTYPE_F32) return (float *)dst->data;
     int64_t n = ft_numel(dst);
     return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+/* Contiguous f32 values y of dst's shape stored into dst's strides and dtype. */
+static void strided_store(ft_tensor *dst, const float *y) {
+    int64_t n = ft_numel(dst);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, off = 0;
+        for (int d = dst->ndim - 1; d >= 0; d--) {
+            off += (rem % dst->ne[d]) * dst->nb[d];
+            rem /= dst->ne[d];
+        }
+        ft_cpu_store(dst->data, dst->dtype, off, y[i]);
+    }
 }
 
 static void out_done(ft_tensor *dst, float *y) {
@@ -150,6 +164,7 @@ typedef struct attn_args {
     const float *mask;
     int64_t ms[4];           /* mask strides over [B, H, Sq, Sk], 0 = broadcast */
     float *out;              /* [B, H, Sq, Dv] */
+    int64_t os[3];           /* its strides over B, H, Sq (the last is 1) */
     int64_t h, sq, sk, d, dv;
     float scale;
 } attn_args;
@@ -180,7 +195,7 @@ static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int
     const float *q = A->q + b * A->qs[0] + hh * A->qs[1] + i0 * A->qs[2];
     const float *k = A->k + b * A->ks[0] + hh * A->ks[1];
     const float *v = A->v + b * A->vs[0] + hh * A->vs[1];
-    float *o = A->out + ((b * A->h + hh) * A->sq + i0) * A->dv;
+    float *o = A->out + b * A->os[0] + hh * A->os[1] + i0 * A->os[2];
     /* s [ni, Sk] = scale * q [ni, D] k^T, k rows [Sk, D] */
     if (ft_cpu_sgemm(false, true, ni, A->sk, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f, s,
                      A->sk))
@@ -192,7 +207,7 @@ static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int
     }
     /* o [ni, Dv] = s [ni, Sk] v [Sk, Dv] */
     return ft_cpu_sgemm(false, false, ni, A->dv, A->sk, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o,
-                        A->dv);
+                        A->os[2]);
 }
 
 FT_CPU_KERNEL(attention) {
@@ -239,6 +254,16 @@ FT_CPU_KERNEL(attention) {
     A.k = fk.p;
     A.v = fv.p;
     A.out = y;
+    /* f32 output is written in place through its strides (graph mode may lay it out
+     * as [B, S, H, Dv]); other dtypes go through a contiguous f32 buffer */
+    bool in_place = (void *)y == dst->data;
+    A.os[2] = in_place && A.sq > 1 ? dst->nb[2] : A.dv;
+    A.os[1] = in_place && A.h > 1 ? dst->nb[1] : A.sq * A.dv;
+    A.os[0] = in_place ? dst->nb[0] : A.h * A.sq * A.dv;
+    if (in_place && dst->nb[3] != 1 && A.dv > 1) {
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "attention: the output has a non-unit last stride");
+        goto done;
+    }
     if (mask) {
         A.mask = (const float *)mask->data;
         for (int d = 0; d < 4; d++) {
@@ -286,7 +311,13 @@ done:
     ft_cpu_f32_release(&fq);
     ft_cpu_f32_release(&fk);
     ft_cpu_f32_release(&fv);
-    if (y && st == FT_OK) out_done(dst, y);
-    else if (y && (void *)y != dst->data) free(y);
+    if (y && st == FT_OK && (void *)y != dst->data && !ft_tensor_contiguous(dst)) {
+        strided_store(dst, y); /* [B, H, Sq, Dv] f32 into dst's layout and dtype */
+        free(y);
+    } else if (y && st == FT_OK) {
+        out_done(dst, y);
+    } else if (y && (void *)y != dst->data) {
+        free(y);
+    }
     return st;
 }

@@ -192,6 +192,7 @@ struct at_params {
     int64_t B, H, Sq, Sk, D, Dv;
     int64_t qb, qh, qs, kb, kh, ks, vb, vh, vs;
     int64_t mb, mh, mq, mk; /* mask strides, 0 = broadcast */
+    int64_t ob, oh, os;     /* output strides (unit last): [B, H, S, Dv] or the graph's [B, S, H, Dv] */
     float scale;
 };
 
@@ -297,7 +298,7 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
         if (qi >= p.Sq) continue;
         /* a fully masked row attends to nothing: zeros, as the CPU reference */
         float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        T *o = out + ((b * p.H + h) * p.Sq + qi) * p.Dv;
+        T *o = out + b * p.ob + h * p.oh + qi * p.os;
 #pragma unroll
         for (int i = 0; i < DPL; i++) {
             int d = lane + 32 * i;
@@ -377,6 +378,11 @@ FT_CUDA_KERNEL(attention) {
     p.vb = v->ne[0] > 1 ? v->nb[0] : 0;
     p.vh = v->ne[1] > 1 ? v->nb[1] : 0;
     p.vs = v->ne[2] > 1 ? v->nb[2] : 0;
+    if (dst->nb[3] != 1 && dst->ne[3] != 1)
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "attention: the output has a non-unit last stride");
+    p.ob = dst->nb[0];
+    p.oh = dst->nb[1];
+    p.os = dst->nb[2];
     if (m) {
         if (m->dtype != FT_DTYPE_F32 || m->ndim > 4)
             return ft_set_error(ctx, FT_ERR_INTERNAL, "attention: mask must be f32 of rank <= 4");
