@@ -253,6 +253,17 @@ bool ft_graph_fusable(const ft_graph *g, const ft_tensor *t) {
            ft_graph_uses(g, t) == 1;
 }
 
+ft_tensor *ft_graph_sole_user(const ft_graph *g, const ft_tensor *t) {
+    if (!ft_graph_fusable(g, t)) return NULL;
+    for (int i = t->id + 1; i < g->n_nodes; i++) {
+        ft_tensor *u = g->nodes[i];
+        if (u->flags & FT_GF_DEAD) continue;
+        for (int k = 0; k < FT_MAX_SRC; k++)
+            if (u->src[k] == t) return u;
+    }
+    return NULL;
+}
+
 bool ft_graph_is_const(const ft_tensor *t) {
     while (t && t->op == FT_OP_VIEW) t = t->src[0];
     if (!t) return false;

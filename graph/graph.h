@@ -119,6 +119,8 @@ int ft_graph_uses(const ft_graph *g, const ft_tensor *t);
 void ft_graph_move_later(ft_graph *g, ft_tensor *node, int pos);
 /* Whether a node can be absorbed by a fusion: one user, not an output. */
 bool ft_graph_fusable(const ft_graph *g, const ft_tensor *t);
+/* The one node reading a fusable t (as a source, views included), or NULL. */
+ft_tensor *ft_graph_sole_user(const ft_graph *g, const ft_tensor *t);
 /* Whether t is computed from weights and constants only (no input reaches it). */
 bool ft_graph_is_const(const ft_tensor *t);
 /* Whether t is a model output. */

@@ -131,28 +131,16 @@ static bool biased_scores(const ft_graph *g, const ft_tensor *probs, ft_tensor *
     return false;
 }
 
-/* The one node that reads t (as a source or through a view), or NULL. */
-static ft_tensor *sole_user(ft_graph *g, const ft_tensor *t) {
-    if (ft_graph_uses(g, t) != 1 || ft_graph_is_output(g, t)) return NULL;
-    for (int i = t->id + 1; i < g->n_nodes; i++) {
-        ft_tensor *u = g->nodes[i];
-        if (u->flags & FT_GF_DEAD) continue;
-        for (int k = 0; k < FT_MAX_SRC; k++)
-            if (u->src[k] == t) return u;
-    }
-    return NULL;
-}
-
 /* attention [B, H, S, Dv] -> permute(0, 2, 1, 3) -> contiguous copy: the attention
  * writes [B, S, H, Dv] memory, the copy becomes a view. Returns 1 if rewritten. */
 static int heads_merged_in_place(ft_graph *g, ft_tensor *a) {
     if (a->ndim != 4 || !ft_tensor_contiguous(a)) return 0;
-    ft_tensor *u = sole_user(g, a);
+    ft_tensor *u = ft_graph_sole_user(g, a);
     if (!u || u->op != FT_OP_VIEW || u->view_src != a || u->view_offs != 0 || u->ndim != 4) return 0;
     const int perm[4] = {0, 2, 1, 3};
     for (int d = 0; d < 4; d++)
         if (u->ne[d] != a->ne[perm[d]] || (u->ne[d] != 1 && u->nb[d] != a->nb[perm[d]])) return 0;
-    ft_tensor *c = sole_user(g, u);
+    ft_tensor *c = ft_graph_sole_user(g, u);
     if (!c || c->op != FT_OP_COPY || c->src[0] != u || c->dtype != a->dtype || !ft_tensor_contiguous(c))
         return 0;
     int64_t H = a->ne[1], S = a->ne[2], Dv = a->ne[3];

@@ -26,18 +26,6 @@ static bool binary(ft_op op) {
     return op == FT_OP_ADD || op == FT_OP_SUB || op == FT_OP_MUL || op == FT_OP_DIV;
 }
 
-/* The one live user of t, or NULL. */
-static ft_tensor *only_user(ft_graph *g, ft_tensor *t) {
-    if (!ft_graph_fusable(g, t)) return NULL;
-    for (int i = t->id + 1; i < g->n_nodes; i++) {
-        ft_tensor *u = g->nodes[i];
-        if (u->flags & FT_GF_DEAD) continue;
-        for (int k = 0; k < FT_MAX_SRC; k++)
-            if (u->src[k] == t) return u;
-    }
-    return NULL;
-}
-
 /* Appends node's step to p (acc is the chain so far, or NULL for the head);
  * false if it does not fit. */
 static bool add_step(ft_params_fused_eltwise *p, ft_tensor **srcs, int *n_src, ft_tensor *node,
@@ -99,7 +87,7 @@ int ft_pass_eltwise(ft_graph *g) {
         int len = 1;
         ft_tensor *tail = head;
         for (;;) {
-            ft_tensor *u = only_user(g, tail);
+            ft_tensor *u = ft_graph_sole_user(g, tail);
             if (!u || !chainable(u->op) || !ft_shape_equal(u, tail) || u->dtype != tail->dtype) break;
             if (binary(u->op) && u->src[0] == tail && u->src[1] == tail) break;
             ft_params_fused_eltwise save = p;
