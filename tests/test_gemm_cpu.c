@@ -499,6 +499,38 @@ static void test_attention(void) {
     }
 }
 
+/* A query row whose every key is masked with -inf: NaN from the fused attention,
+ * as from softmax + matmul (eager) and PyTorch; the other row is unaffected. */
+static void test_attention_fully_masked(void) {
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (!ctx) return;
+    float q[8], k[12], v[12], m[6] = {-INFINITY, -INFINITY, -INFINITY, 0.0f, -INFINITY, 0.0f};
+    for (int i = 0; i < 12; i++) {
+        if (i < 8) q[i] = 0.1f * (float)(i % 5) - 0.2f;
+        k[i] = 0.07f * (float)(i % 7) - 0.2f;
+        v[i] = 0.3f * (float)(i % 4) - 0.4f;
+    }
+    ft_tensor *tq = ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 4}, q);
+    ft_tensor *tk = ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, (int64_t[]){1, 1, 3, 4}, k);
+    ft_tensor *tv = ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, (int64_t[]){1, 1, 3, 4}, v);
+    ft_tensor *tm = ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 3}, m);
+    ft_tensor *fused = ft_attention(ctx, tq, tk, tv, tm, 0.5f);
+    ft_tensor *p = ft_softmax(ctx, ft_matmul(ctx, tq, ft_transpose(ctx, tk, -1, -2), 0.5f), tm, 1.0f);
+    ft_tensor *eager = ft_matmul(ctx, p, tv, 1.0f);
+    float a[8], b[8];
+    CHECK(fused && eager, "ops failed: %s", ft_ctx_errmsg(ctx));
+    if (fused && eager && ft_tensor_to_host(ctx, fused, FT_DTYPE_F32, a, sizeof a) == FT_OK &&
+        ft_tensor_to_host(ctx, eager, FT_DTYPE_F32, b, sizeof b) == FT_OK) {
+        for (int j = 0; j < 4; j++) {
+            CHECK(isnan(a[j]) && isnan(b[j]), "masked row: fused %g, eager %g", a[j], b[j]);
+            CHECK(isfinite(a[4 + j]) && fabsf(a[4 + j] - b[4 + j]) < 1e-6f, "open row: fused %g, eager %g",
+                  a[4 + j], b[4 + j]);
+        }
+    }
+    ft_ctx_free(ctx);
+}
+
 static void test_attention_long(void) {
     /* Sk large enough that the score rows are processed in several blocks */
     run_attention(FT_DTYPE_F32, 1, 1, 200, 6000, 4, 3, false, 0, 0.5f);
@@ -692,6 +724,7 @@ int main(void) {
     RUN(test_matmul_4d_many);
     RUN(test_attention);
     RUN(test_attention_long);
+    RUN(test_attention_fully_masked);
     RUN(test_conv1d);
     RUN(test_conv2d);
     RUN(test_conv_epilogue);

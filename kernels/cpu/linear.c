@@ -177,8 +177,9 @@ static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
         if (s[j] > mx) mx = s[j];
     }
     if (mx == -INFINITY) {
-        /* a fully masked row attends to nothing */
-        for (int64_t j = 0; j < sk; j++) s[j] = 0.0f;
+        /* every key masked: NaN, as the softmax op and PyTorch give (HF WavLM's
+         * all-padding rows), so graph mode's fused attention agrees with eager */
+        for (int64_t j = 0; j < sk; j++) s[j] = NAN;
         return;
     }
     float sum = 0.0f;

@@ -296,8 +296,8 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
     for (int r = 0; r < AT_ROWS; r++) {
         int64_t qi = q0 + r;
         if (qi >= p.Sq) continue;
-        /* a fully masked row attends to nothing: zeros, as the CPU reference */
-        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        /* every key masked: NaN, as the softmax op, the CPU reference and PyTorch */
+        float inv = l[r] > 0.0f ? 1.0f / l[r] : __int_as_float(0x7fc00000);
         T *o = out + b * p.ob + h * p.oh + qi * p.os;
 #pragma unroll
         for (int i = 0; i < DPL; i++) {
