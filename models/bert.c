@@ -35,23 +35,12 @@ typedef struct bert {
     bool distil;
     int64_t vocab, d, layers, heads, inter, max_pos, type_vocab;
     float eps;
-    ft_op act;                  /* FT_OP_GELU, FT_OP_GELU_TANH, FT_OP_RELU */
+    ft_act_kind act;
     ft_tensor *word, *pos, *type; /* [V, D], [P, D], [T, D] (type: BERT only) */
     ft_tensor *emb_ln_w, *emb_ln_b;
     bert_layer *layer;
     ft_tensor *pool_w, *pool_b; /* BERT pooler [D, D], [D]; NULL if absent */
 } bert;
-
-static ft_status parse_act(ft_config *cfg, const char *key, ft_op *out) {
-    const char *a = NULL;
-    ft_status st = ft_config_string(cfg, key, "gelu", &a);
-    if (st) return st;
-    if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
-    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
-    else if (!strcmp(a, "relu")) *out = FT_OP_RELU;
-    else return ft_config_error(cfg, "%s '%s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)", key, a);
-    return FT_OK;
-}
 
 static ft_status read_config(bert *b, ft_config *c) {
     ft_status st;
@@ -63,7 +52,7 @@ static ft_status read_config(bert *b, ft_config *c) {
             (st = ft_config_int(c, "n_heads|num_attention_heads", 12, &b->heads)) ||
             (st = ft_config_int(c, "hidden_dim|intermediate_size", 3072, &b->inter)) ||
             (st = ft_config_int(c, "max_position_embeddings", 512, &b->max_pos)) ||
-            (st = parse_act(c, "activation", &b->act)))
+            (st = ft_model_act_parse(c, "activation", "gelu", &b->act)))
             return st;
         b->type_vocab = 0;
     } else {
@@ -77,7 +66,7 @@ static ft_status read_config(bert *b, ft_config *c) {
             (st = ft_config_int(c, "type_vocab_size", 2, &b->type_vocab)) ||
             (st = ft_config_float(c, "layer_norm_eps", 1e-12, &eps)) ||
             (st = ft_config_string(c, "position_embedding_type", "absolute", &pet)) ||
-            (st = parse_act(c, "hidden_act", &b->act)))
+            (st = ft_model_act_parse(c, "hidden_act", "gelu", &b->act)))
             return st;
         if (strcmp(pet, "absolute"))
             return ft_config_error(c, "position_embedding_type '%s' is not supported (absolute only)", pet);
@@ -225,14 +214,6 @@ static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
 }
 
-static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
-    switch (act) {
-    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
-    case FT_OP_RELU: return ft_relu(ctx, x);
-    default: return ft_gelu(ctx, x);
-    }
-}
-
 static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l, ft_tensor *h,
                                 ft_tensor *mask) {
     int64_t dh = b->d / b->heads;
@@ -249,7 +230,7 @@ static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l,
     ft_tensor *a = ft_layernorm(ctx, ft_add(ctx, ft_linear(ctx, c, l->wo, l->bo), h), l->ln1_w,
                                 l->ln1_b, b->eps);
     ft_tensor *f = ft_linear(ctx, a, l->wi, l->bi); /* [B, S, I] */
-    ft_tensor *fa = activation(ctx, b->act, f);
+    ft_tensor *fa = ft_model_act(ctx, b->act, f);
     ft_tensor_release(ctx, f);
     ft_tensor *o = ft_add(ctx, ft_linear(ctx, fa, l->wo2, l->bo2), a);
     ft_tensor_release(ctx, fa);

@@ -23,17 +23,6 @@
 /* HF's INF: masked keys get score - 1e6 */
 #define FN_MASK_INF 1e6f
 
-static ft_status parse_act(ft_config *cfg, ft_op *out) {
-    const char *a = NULL;
-    ft_status st = ft_config_string(cfg, "hidden_act", "gelu_new", &a);
-    if (st) return st;
-    if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
-    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
-    else if (!strcmp(a, "relu")) *out = FT_OP_RELU;
-    else return ft_config_error(cfg, "hidden_act '%s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)", a);
-    return FT_OK;
-}
-
 static ft_status read_config(funnel *f, ft_config *c) {
     ft_status st;
     double eps = 1e-9;
@@ -53,7 +42,7 @@ static ft_status read_config(funnel *f, ft_config *c) {
         (st = ft_config_string(c, "attention_type", "relative_shift", &att)) ||
         (st = ft_config_bool(c, "separate_cls", true, &f->separate_cls)) ||
         (st = ft_config_bool(c, "truncate_seq", true, &f->truncate_seq)) ||
-        (st = ft_config_bool(c, "pool_q_only", true, &f->pool_q_only)) || (st = parse_act(c, &f->act)))
+        (st = ft_config_bool(c, "pool_q_only", true, &f->pool_q_only)) || (st = ft_model_act_parse(c, "hidden_act", "gelu_new", &f->act)))
         return st;
     if (f->n_blocks < 1) return ft_config_error(c, "block_sizes must list at least one block");
     int64_t ones[FN_MAX_BLOCKS];
@@ -198,14 +187,6 @@ static ft_tensor *head_major(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     return ft_permute(ctx, v, (const int[]){1, 0, 2});
 }
 
-static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
-    switch (act) {
-    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
-    case FT_OP_RELU: return ft_relu(ctx, x);
-    default: return ft_gelu(ctx, x);
-    }
-}
-
 /* What one attention call needs besides the layer's weights. */
 typedef struct fn_att_in {
     ft_tensor *rk;       /* [T, N*Dh] relative sinusoids projected by r_kernel */
@@ -288,7 +269,7 @@ static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer 
     ft_tensor_release(ctx, o);
 
     ft_tensor *h1 = ft_linear(ctx, y, L->w1, L->b1); /* [B, Lq, I] */
-    ft_tensor *h1a = activation(ctx, f->act, h1);
+    ft_tensor *h1a = ft_model_act(ctx, f->act, h1);
     ft_tensor_release(ctx, h1);
     ft_tensor *h2 = ft_linear(ctx, h1a, L->w2, L->b2);
     ft_tensor_release(ctx, h1a);

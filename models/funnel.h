@@ -51,7 +51,7 @@ typedef struct funnel {
     int pool_kind; /* ft_pool_dim kind: 0 mean, 1 max */
     bool separate_cls, truncate_seq, pool_q_only;
     bool factorized; /* attention_type "factorized" instead of "relative_shift" */
-    ft_op act;
+    ft_act_kind act;
     ft_tensor *word, *emb_ln_w, *emb_ln_b; /* [V, D], [D] */
     fn_layer *layer; /* encoder layers (block by block), then decoder layers */
     fn_consts cache[FN_CACHE];

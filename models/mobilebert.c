@@ -49,24 +49,13 @@ typedef struct mobilebert {
     int64_t vocab, d, e, dt, layers, heads, inter, max_pos, type_vocab, n_ffn;
     bool trigram, use_bottleneck, bottleneck_attention, kq_shared, layer_norm, classifier_act;
     float eps;
-    ft_op act;
+    ft_act_kind act;
     ft_tensor *word, *pos, *type;  /* [V, E], [P, D], [T, D] */
     ft_tensor *et_w, *et_b;        /* embedding_transformation [D, E*k], [D] */
     mb_norm emb_n;
     mb_layer *layer;
     ft_tensor *pool_w, *pool_b;    /* [D, D] when classifier_activation */
 } mobilebert;
-
-static ft_status parse_act(ft_config *cfg, ft_op *out) {
-    const char *a = NULL;
-    ft_status st = ft_config_string(cfg, "hidden_act", "relu", &a);
-    if (st) return st;
-    if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
-    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
-    else if (!strcmp(a, "relu")) *out = FT_OP_RELU;
-    else return ft_config_error(cfg, "hidden_act '%s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)", a);
-    return FT_OK;
-}
 
 static ft_status read_config(mobilebert *b, ft_config *c) {
     ft_status st;
@@ -89,7 +78,7 @@ static ft_status read_config(mobilebert *b, ft_config *c) {
         (st = ft_config_bool(c, "use_bottleneck_attention", false, &b->bottleneck_attention)) ||
         (st = ft_config_bool(c, "key_query_shared_bottleneck", true, &b->kq_shared)) ||
         (st = ft_config_bool(c, "classifier_activation", true, &b->classifier_act)) ||
-        (st = ft_config_string(c, "normalization_type", "no_norm", &norm)) || (st = parse_act(c, &b->act)))
+        (st = ft_config_string(c, "normalization_type", "no_norm", &norm)) || (st = ft_model_act_parse(c, "hidden_act", "relu", &b->act)))
         return st;
     if (!strcmp(norm, "no_norm")) b->layer_norm = false;
     else if (!strcmp(norm, "layer_norm")) b->layer_norm = true;
@@ -242,14 +231,6 @@ static ft_tensor *norm(ft_ctx *ctx, const mobilebert *b, const mb_norm *n, ft_te
     return ft_add(ctx, ft_mul(ctx, x, n->w), n->b); /* NoNorm */
 }
 
-static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
-    switch (act) {
-    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
-    case FT_OP_GELU: return ft_gelu(ctx, x);
-    default: return ft_relu(ctx, x);
-    }
-}
-
 /* dense -> residual -> norm */
 static ft_tensor *dense_add_norm(ft_ctx *ctx, const mobilebert *b, ft_tensor *x, ft_tensor *w, ft_tensor *bias,
                                  ft_tensor *res, const mb_norm *n) {
@@ -263,7 +244,7 @@ static ft_tensor *dense_add_norm(ft_ctx *ctx, const mobilebert *b, ft_tensor *x,
 
 static ft_tensor *ffn(ft_ctx *ctx, const mobilebert *b, ft_tensor *x, ft_tensor *wi, ft_tensor *bi) {
     ft_tensor *h = ft_linear(ctx, x, wi, bi);
-    ft_tensor *a = activation(ctx, b->act, h);
+    ft_tensor *a = ft_model_act(ctx, b->act, h);
     ft_tensor_release(ctx, h);
     return a;
 }

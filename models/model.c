@@ -438,3 +438,46 @@ void ft_model_free(ft_model *m) {
     ft_st_close(m->st);
     free(m);
 }
+
+/* ---- activations ---- */
+
+static const struct {
+    const char *name;
+    ft_act_kind act;
+} act_names[] = {
+    {"gelu", FT_ACTK_GELU},           {"gelu_python", FT_ACTK_GELU},
+    {"gelu_new", FT_ACTK_GELU_TANH},  {"gelu_pytorch_tanh", FT_ACTK_GELU_TANH},
+    {"gelu_fast", FT_ACTK_GELU_TANH}, {"gelu_accurate", FT_ACTK_GELU_TANH},
+    {"relu", FT_ACTK_RELU},           {"tanh", FT_ACTK_TANH},
+    {"sigmoid", FT_ACTK_SIGMOID},     {"silu", FT_ACTK_SILU},
+    {"swish", FT_ACTK_SILU},          {"quick_gelu", FT_ACTK_QUICK_GELU},
+    {"linear", FT_ACTK_LINEAR},
+};
+
+ft_status ft_model_act_parse(ft_config *cfg, const char *key, const char *def, ft_act_kind *out) {
+    const char *a = NULL;
+    ft_status st = ft_config_string(cfg, key, def, &a);
+    if (st) return st;
+    for (size_t i = 0; i < sizeof act_names / sizeof act_names[0]; i++)
+        if (!strcmp(a, act_names[i].name)) {
+            *out = act_names[i].act;
+            return FT_OK;
+        }
+    return ft_config_error(cfg, "%s '%s' is not supported (gelu, gelu_python, gelu_new, gelu_pytorch_tanh, "
+                                "gelu_fast, gelu_accurate, relu, tanh, sigmoid, silu, swish, quick_gelu, linear)",
+                           key, a);
+}
+
+ft_tensor *ft_model_act(ft_ctx *ctx, ft_act_kind act, ft_tensor *x) {
+    switch (act) {
+    case FT_ACTK_GELU: return ft_gelu(ctx, x);
+    case FT_ACTK_GELU_TANH: return ft_gelu_tanh(ctx, x);
+    case FT_ACTK_RELU: return ft_relu(ctx, x);
+    case FT_ACTK_TANH: return ft_tanh(ctx, x);
+    case FT_ACTK_SIGMOID: return ft_sigmoid(ctx, x);
+    case FT_ACTK_SILU: return ft_mul(ctx, x, ft_sigmoid(ctx, x));
+    case FT_ACTK_QUICK_GELU: return ft_mul(ctx, x, ft_sigmoid(ctx, ft_scale(ctx, x, 1.702f, 0.0f)));
+    default: /* identity as a view: callers release x after the activation */
+        return x ? ft_reshape(ctx, x, x->ndim, x->ne) : NULL;
+    }
+}

@@ -135,6 +135,24 @@ const ft_host_tensor *ft_model_host_input(const ft_model *m, const char *name);
 ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t);
 /* Registers t as "hidden_states.<index>" when hidden states were asked for; else no-op. */
 ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t);
+
+/* Activations by their Hugging Face names (transformers' ACT2FN). */
+typedef enum ft_act_kind {
+    FT_ACTK_GELU,       /* "gelu", "gelu_python": exact erf */
+    FT_ACTK_GELU_TANH,  /* "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate" */
+    FT_ACTK_RELU,       /* "relu" */
+    FT_ACTK_TANH,       /* "tanh" */
+    FT_ACTK_SIGMOID,    /* "sigmoid" */
+    FT_ACTK_SILU,       /* "silu", "swish": x * sigmoid(x) */
+    FT_ACTK_QUICK_GELU, /* "quick_gelu": x * sigmoid(1.702 x) */
+    FT_ACTK_LINEAR      /* "linear": identity */
+} ft_act_kind;
+/* Reads config key `key` (default `def` when absent) into *out; an unknown name is a
+ * config error listing the supported ones. */
+ft_status ft_model_act_parse(ft_config *cfg, const char *key, const char *def, ft_act_kind *out);
+/* act(x) through the op API (single ops where one exists, so graph mode can fuse
+ * them into a GEMM epilogue). Always a new tensor or view: x may be released after. */
+ft_tensor *ft_model_act(ft_ctx *ctx, ft_act_kind act, ft_tensor *x);
 static inline int ft_model_want_hidden_states(const ft_model *m) {
     return m->opt.output_hidden_states;
 }

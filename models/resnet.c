@@ -50,33 +50,10 @@ typedef struct resnet {
     int64_t hidden[RESNET_MAX_STAGES], depth[RESNET_MAX_STAGES];
     bool bottleneck, down_first, down_in_bottleneck, torchvision;
     int64_t width_mult;
-    ft_op act;
+    ft_act_kind act;
     conv_bn stem;
     resnet_layer *layers[RESNET_MAX_STAGES];
 } resnet;
-
-static ft_status parse_act(ft_config *cfg, const char *key, ft_op *out) {
-    const char *a = NULL;
-    ft_status st = ft_config_string(cfg, key, "relu", &a);
-    if (st) return st;
-    if (!strcmp(a, "relu")) *out = FT_OP_RELU;
-    else if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
-    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
-    else if (!strcmp(a, "tanh")) *out = FT_OP_TANH;
-    else if (!strcmp(a, "sigmoid")) *out = FT_OP_SIGMOID;
-    else return ft_config_error(cfg, "%s '%s' is not supported (relu, gelu, gelu_new, tanh, sigmoid)", key, a);
-    return FT_OK;
-}
-
-static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
-    switch (act) {
-    case FT_OP_GELU: return ft_gelu(ctx, x);
-    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
-    case FT_OP_TANH: return ft_tanh(ctx, x);
-    case FT_OP_SIGMOID: return ft_sigmoid(ctx, x);
-    default: return ft_relu(ctx, x);
-    }
-}
 
 static ft_status read_config(resnet *r, ft_config *c) {
     static const int64_t def_hidden[4] = {256, 512, 1024, 2048};
@@ -89,7 +66,7 @@ static ft_status read_config(resnet *r, ft_config *c) {
         (st = ft_config_int_array(c, "hidden_sizes", def_hidden, 4, r->hidden, RESNET_MAX_STAGES, &nh)) ||
         (st = ft_config_int_array(c, "depths", def_depth, 4, r->depth, RESNET_MAX_STAGES, &nd)) ||
         (st = ft_config_string(c, "layer_type", "bottleneck", &lt)) ||
-        (st = parse_act(c, "hidden_act", &r->act)) ||
+        (st = ft_model_act_parse(c, "hidden_act", "relu", &r->act)) ||
         (st = ft_config_bool(c, "downsample_in_first_stage", false, &r->down_first)) ||
         (st = ft_config_bool(c, "downsample_in_bottleneck", false, &r->down_in_bottleneck)) ||
         (st = ft_config_int(c, "width_multiplier", 1, &r->width_mult)))
@@ -225,13 +202,13 @@ static ft_status resnet_validate(ft_model *m) {
     return FT_OK;
 }
 
-/* conv -> BN -> optional activation (act == FT_OP_NONE: none) */
-static ft_tensor *conv_bn_fwd(ft_ctx *ctx, const conv_bn *cb, ft_tensor *x, ft_op act) {
+/* conv -> BN -> optional activation (act == FT_ACTK_LINEAR: none) */
+static ft_tensor *conv_bn_fwd(ft_ctx *ctx, const conv_bn *cb, ft_tensor *x, ft_act_kind act) {
     ft_tensor *y = ft_conv2d(ctx, x, cb->w, NULL, cb->stride, cb->pad, 1);
     ft_tensor *n = ft_batchnorm(ctx, y, cb->mean, cb->var, cb->gamma, cb->beta, RESNET_BN_EPS);
     ft_tensor_release(ctx, y);
-    if (act == FT_OP_NONE) return n;
-    ft_tensor *a = activation(ctx, act, n);
+    if (act == FT_ACTK_LINEAR) return n;
+    ft_tensor *a = ft_model_act(ctx, act, n);
     ft_tensor_release(ctx, n);
     return a;
 }
@@ -239,15 +216,15 @@ static ft_tensor *conv_bn_fwd(ft_ctx *ctx, const conv_bn *cb, ft_tensor *x, ft_o
 static ft_tensor *layer_fwd(ft_ctx *ctx, const resnet *r, const resnet_layer *L, ft_tensor *x) {
     ft_tensor *h = x;
     for (int j = 0; j < L->n_conv; j++) {
-        ft_tensor *next = conv_bn_fwd(ctx, &L->conv[j], h, j + 1 < L->n_conv ? r->act : FT_OP_NONE);
+        ft_tensor *next = conv_bn_fwd(ctx, &L->conv[j], h, j + 1 < L->n_conv ? r->act : FT_ACTK_LINEAR);
         if (h != x) ft_tensor_release(ctx, h);
         h = next;
     }
-    ft_tensor *sc = L->has_shortcut ? conv_bn_fwd(ctx, &L->shortcut, x, FT_OP_NONE) : x;
+    ft_tensor *sc = L->has_shortcut ? conv_bn_fwd(ctx, &L->shortcut, x, FT_ACTK_LINEAR) : x;
     ft_tensor *sum = ft_add(ctx, h, sc);
     ft_tensor_release(ctx, h);
     if (sc != x) ft_tensor_release(ctx, sc);
-    ft_tensor *y = activation(ctx, r->act, sum);
+    ft_tensor *y = ft_model_act(ctx, r->act, sum);
     ft_tensor_release(ctx, sum);
     return y;
 }

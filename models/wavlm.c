@@ -53,7 +53,7 @@ typedef struct wavlm {
     int64_t conv_dim[WAVLM_MAX_CONV], conv_kernel[WAVLM_MAX_CONV], conv_stride[WAVLM_MAX_CONV];
     bool conv_bias, stable;
     int feat_norm;
-    ft_op feat_act, act;
+    ft_act_kind feat_act, act;
     int64_t d, layers, heads, inter, pos_k, pos_groups, num_buckets, max_distance;
     float eps;
     wavlm_conv conv[WAVLM_MAX_CONV];
@@ -63,29 +63,6 @@ typedef struct wavlm {
     ft_tensor *enc_ln_w, *enc_ln_b;
     wavlm_layer *layer;
 } wavlm;
-
-static ft_status parse_act(ft_config *cfg, const char *key, ft_op *out) {
-    const char *a = NULL;
-    ft_status st = ft_config_string(cfg, key, "gelu", &a);
-    if (st) return st;
-    if (!strcmp(a, "gelu")) *out = FT_OP_GELU;
-    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) *out = FT_OP_GELU_TANH;
-    else if (!strcmp(a, "relu")) *out = FT_OP_RELU;
-    else if (!strcmp(a, "tanh")) *out = FT_OP_TANH;
-    else if (!strcmp(a, "sigmoid")) *out = FT_OP_SIGMOID;
-    else return ft_config_error(cfg, "%s '%s' is not supported (gelu, gelu_new, relu, tanh, sigmoid)", key, a);
-    return FT_OK;
-}
-
-static ft_tensor *activation(ft_ctx *ctx, ft_op act, ft_tensor *x) {
-    switch (act) {
-    case FT_OP_GELU_TANH: return ft_gelu_tanh(ctx, x);
-    case FT_OP_RELU: return ft_relu(ctx, x);
-    case FT_OP_TANH: return ft_tanh(ctx, x);
-    case FT_OP_SIGMOID: return ft_sigmoid(ctx, x);
-    default: return ft_gelu(ctx, x);
-    }
-}
 
 static ft_status read_config(wavlm *w, ft_config *c) {
     static const int64_t def_dim[7] = {512, 512, 512, 512, 512, 512, 512};
@@ -101,8 +78,8 @@ static ft_status read_config(wavlm *w, ft_config *c) {
         (st = ft_config_int_array(c, "conv_stride", def_stride, 7, w->conv_stride, WAVLM_MAX_CONV, &ns)) ||
         (st = ft_config_bool(c, "conv_bias", false, &w->conv_bias)) ||
         (st = ft_config_string(c, "feat_extract_norm", "group", &norm)) ||
-        (st = parse_act(c, "feat_extract_activation", &w->feat_act)) ||
-        (st = parse_act(c, "hidden_act", &w->act)) ||
+        (st = ft_model_act_parse(c, "feat_extract_activation", "gelu", &w->feat_act)) ||
+        (st = ft_model_act_parse(c, "hidden_act", "gelu", &w->act)) ||
         (st = ft_config_int(c, "hidden_size", 768, &w->d)) ||
         (st = ft_config_int(c, "num_hidden_layers", 12, &w->layers)) ||
         (st = ft_config_int(c, "num_attention_heads", 12, &w->heads)) ||
@@ -309,7 +286,7 @@ static ft_tensor *feature_encoder(ft_ctx *ctx, const wavlm *w, ft_tensor *input)
             y = ft_contiguous(ctx, ft_transpose(ctx, n, 1, 2));
             ft_tensor_release(ctx, n);
         }
-        h = activation(ctx, w->feat_act, y);
+        h = ft_model_act(ctx, w->feat_act, y);
         ft_tensor_release(ctx, y);
     }
     return h;
@@ -401,7 +378,7 @@ static ft_tensor *attention(ft_ctx *ctx, const wavlm *w, const wavlm_layer *l, f
 
 static ft_tensor *feed_forward(ft_ctx *ctx, const wavlm *w, const wavlm_layer *l, ft_tensor *x) {
     ft_tensor *f = ft_linear(ctx, x, l->wi, l->bi); /* [B, T, I] */
-    ft_tensor *fa = activation(ctx, w->act, f);
+    ft_tensor *fa = ft_model_act(ctx, w->act, f);
     ft_tensor_release(ctx, f);
     ft_tensor *o = ft_linear(ctx, fa, l->wo2, l->bo2);
     ft_tensor_release(ctx, fa);
@@ -436,7 +413,7 @@ static ft_tensor *pos_conv(ft_ctx *ctx, const wavlm *w, ft_tensor *x) {
     ft_tensor *y = ft_conv1d(ctx, ft_transpose(ctx, x, 1, 2), wt, w->pos_b, 1, (int)(w->pos_k / 2),
                              (int)w->pos_groups); /* [B, D, T (+1)] */
     ft_tensor_release(ctx, wt);
-    ft_tensor *a = activation(ctx, w->feat_act, ft_slice(ctx, y, 2, 0, T));
+    ft_tensor *a = ft_model_act(ctx, w->feat_act, ft_slice(ctx, y, 2, 0, T));
     ft_tensor_release(ctx, y);
     return ft_transpose(ctx, a, 1, 2);
 }

@@ -10,6 +10,8 @@
 
 #include "../engine/config.h"
 #include "../engine/safetensors.h"
+#include "../models/model.h"
+#include <math.h>
 #include "ftengine.h"
 
 #include <stdint.h>
@@ -272,8 +274,8 @@ static void test_bad_checkpoints(void) {
     expect_load_error("{\"model_type\": \"bert\", \"hidden_size\": 64, \"num_attention_heads\": 5}",
                       NULL, FT_ERR_FORMAT, "multiple", NULL);
     expect_load_error("{\"model_type\": \"bert\", ", NULL, FT_ERR_FORMAT, "config.json", NULL);
-    expect_load_error("{\"model_type\": \"bert\", \"hidden_act\": \"swish\"}", NULL, FT_ERR_FORMAT,
-                      "swish", NULL);
+    expect_load_error("{\"model_type\": \"bert\", \"hidden_act\": \"mish\"}", NULL, FT_ERR_FORMAT,
+                      "mish", NULL);
 
     ft_ctx *ctx = NULL;
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
@@ -426,7 +428,60 @@ static void test_allocator_steady_state(void) {
     ft_ctx_free(ctx);
 }
 
+/* Every Hugging Face activation name the models accept computes its ACT2FN formula
+ * (checked in double on values across [-4, 4]); an unknown name is refused. */
+static double ref_act(const char *name, double x) {
+    double sg = 1.0 / (1.0 + exp(-x));
+    if (!strcmp(name, "gelu") || !strcmp(name, "gelu_python")) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    if (strstr(name, "gelu_") && strcmp(name, "quick_gelu"))
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (!strcmp(name, "relu")) return x > 0 ? x : 0;
+    if (!strcmp(name, "tanh")) return tanh(x);
+    if (!strcmp(name, "sigmoid")) return sg;
+    if (!strcmp(name, "silu") || !strcmp(name, "swish")) return x * sg;
+    if (!strcmp(name, "quick_gelu")) return x / (1.0 + exp(-1.702 * x));
+    return x; /* linear */
+}
+
+static void test_activation_names(void) {
+    static const char *const names[] = {"gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_fast",
+                                        "gelu_accurate", "relu", "tanh", "sigmoid", "silu", "swish",
+                                        "quick_gelu", "linear"};
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (!ctx) return;
+    float xs[33], ys[33];
+    for (int i = 0; i < 33; i++) xs[i] = -4.0f + 0.25f * (float)i;
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        char js[128];
+        snprintf(js, sizeof js, "{\"hidden_act\": \"%s\"}", names[n]);
+        ft_config cfg;
+        ft_act_kind act;
+        CHECK_OK(ctx, ft_config_from_string(ctx, js, "test", &cfg));
+        CHECK_OK(ctx, ft_model_act_parse(&cfg, "hidden_act", "gelu", &act));
+        ft_tensor *x = ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, (int64_t[]){33}, xs);
+        ft_tensor *y = ft_model_act(ctx, act, x);
+        ft_tensor_release(ctx, x); /* as the models do: the result must not depend on x */
+        CHECK(y && ft_tensor_to_host(ctx, y, FT_DTYPE_F32, ys, sizeof ys) == FT_OK, "%s: %s", names[n],
+              ft_ctx_errmsg(ctx));
+        double worst = 0;
+        for (int i = 0; y && i < 33; i++) worst = fmax(worst, fabs(ys[i] - ref_act(names[n], xs[i])));
+        CHECK(worst < 2e-6, "%s: max error %g", names[n], worst);
+        ft_config_free(&cfg);
+        ft_ctx_clear_error(ctx);
+    }
+    ft_config cfg;
+    ft_act_kind act;
+    CHECK_OK(ctx, ft_config_from_string(ctx, "{\"hidden_act\": \"mish\"}", "test", &cfg));
+    CHECK(ft_model_act_parse(&cfg, "hidden_act", "gelu", &act) == FT_ERR_FORMAT &&
+              strstr(ft_ctx_errmsg(ctx), "mish"),
+          "mish accepted or unnamed: %s", ft_ctx_errmsg(ctx));
+    ft_config_free(&cfg);
+    ft_ctx_free(ctx);
+}
+
 int main(void) {
+    RUN(test_activation_names);
     RUN(test_golden_cpu_fp32);
     RUN(test_golden_cpu_reduced_precision);
     RUN(test_golden_cuda);
