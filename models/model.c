@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 ft_model_options ft_model_options_default(void) {
     ft_model_options o;
@@ -381,6 +382,19 @@ ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *o
         if (st == FT_OK) {
             snprintf(file, sizeof file, "%s/model.safetensors", path);
             st = ft_st_open(ctx, file, &m->st);
+            if (st == FT_ERR_IO) { /* say what the directory holds instead, when it is a known form */
+                char other[1100];
+                snprintf(other, sizeof other, "%s/model.safetensors.index.json", path);
+                bool sharded = access(other, F_OK) == 0;
+                snprintf(other, sizeof other, "%s/pytorch_model.bin", path);
+                bool pickle = access(other, F_OK) == 0;
+                if (sharded)
+                    ft_error_prefix(ctx, "%s holds a sharded checkpoint (model.safetensors.index.json), "
+                                         "which is not supported: save it as one model.safetensors", path);
+                else if (pickle)
+                    ft_error_prefix(ctx, "%s holds pytorch_model.bin only: ftengine reads safetensors "
+                                         "(transformers' save_pretrained writes model.safetensors)", path);
+            }
         }
     } else if ((preset = ft_preset_find(path, &preset_arch)) != NULL) {
         snprintf(m->source, sizeof m->source, "preset:%s", path);

@@ -238,6 +238,25 @@ static void test_info(void) {
     CHECK(r.code == 0 && strstr(r.out, "bert-base\n"), "presets: %s", r.out);
 }
 
+/* A directory with another checkpoint form than model.safetensors says so. */
+static void test_other_checkpoint_forms(void) {
+    char dir[300], in[512], out[300], cmd[2400], cfg[512];
+    golden_path(in, sizeof in, "inputs.safetensors");
+    golden_path(cfg, sizeof cfg, "config.json");
+    snprintf(out, sizeof out, "%s/o.safetensors", tmpdir);
+    const char *forms[2][2] = {{"pytorch_model.bin", "pytorch_model.bin"},
+                               {"model.safetensors.index.json", "sharded"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/form%d", tmpdir, i);
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/' && touch '%s/%s'", dir, cfg, dir, dir, forms[i][0]);
+        CHECK(system(cmd) == 0, "setup failed");
+        const char *a[] = {"run", dir, "--inputs", in, "--out", out, NULL};
+        result r = run_tool(a);
+        check_error(&r, forms[i][1]);
+        CHECK(!exists(out), "an output was left behind");
+    }
+}
+
 /* `bench --protocol paper` and `sweep`: one table row and one CSV row per
  * (mode, batch), with the kernel counts of graph mode; bad lists are usage
  * errors; a failing sweep leaves no CSV behind. */
@@ -303,6 +322,7 @@ int main(void) {
     RUN(test_unavailable_device);
     RUN(test_info);
     RUN(test_bench_and_sweep);
+    RUN(test_other_checkpoint_forms);
     ft_test_tmpdir_remove();
     return ft_test_finish();
 }
