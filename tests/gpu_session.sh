@@ -40,7 +40,7 @@ check)
     exit $rc
     ;;
 bench)
-    [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1
+    make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all "$B/examples/framework_tax" >/dev/null || exit 1
     log=$OUT/bench.log
     : >"$log"
     run() { echo "\$ $*" >>"$log"; "$@" >>"$log" 2>&1; echo >>"$log"; }
@@ -55,7 +55,7 @@ bench)
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5
     done
     # the framework tax, profiled: modes x emulated per-op cost (CUPTI busy time)
-    [ -x "$B/examples/framework_tax" ] && run "$B/examples/framework_tax" bert-base cuda 1
+    run "$B/examples/framework_tax" bert-base cuda 1
     # the framework-tax curves (paper protocol, overhead share per point)
     for model in bert-base resnet-50; do
         run "$TOOL" sweep "$model" --device cuda --dtype fp16 --protocol paper --overhead --iters 20 \
