@@ -7,10 +7,12 @@
  *                [--trace FILE.json] [--csv FILE.csv] [--phases]
  *   ftengine info MODEL [--batch B] [--seq S]
  *   ftengine bench MODEL [--device D] [--mode M] [--dtype T] [--batch B] [--seq S]
- *                [--warmup N] [--iters N] [--op-cost-us N]
- *                [--trace FILE.json] [--csv FILE.csv] [--phases]
+ *                [--warmup N] [--iters N] [--protocol paper|sync] [--op-cost-us N]
+ *                [--mem-limit BYTES] [--trace FILE.json] [--csv FILE.csv] [--phases]
+ *   ftengine sweep MODEL ...   (tools/sweep.c)
  *   ftengine version
  *
+ * The usage text and option parsing shared by the commands are in tools/cli.c.
  * --trace / --csv / --phases profile with ft_profiler (docs/instrumentation.md):
  * `run` profiles its one forward, `bench` a second pass of --iters forwards
  * after the timed (unprofiled) ones, so the headline latency carries no
