@@ -174,27 +174,8 @@ static void bert_destroy(ft_model *m) {
 }
 
 static ft_status bert_validate(ft_model *m) {
-    bert *b = (bert *)m->priv;
-    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
-    if (ids->ndim != 2)
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "input 'input_ids' must be [batch, seq], got rank %d",
-                            ids->ndim);
-    if (ids->shape[1] > b->max_pos)
-        return ft_set_error(m->ctx, FT_ERR_SHAPE,
-                            "sequence length %lld exceeds max_position_embeddings %lld",
-                            (long long)ids->shape[1], (long long)b->max_pos);
-    ft_status st = ft_check_ids(m, "input_ids", 0, b->vocab);
-    if (st) return st;
-    const char *other[] = {"attention_mask", "token_type_ids"};
-    for (int i = 0; i < 2; i++) {
-        const ft_host_tensor *t = ft_model_host_input(m, other[i]);
-        if (!t) continue;
-        if (t->ndim != 2 || t->shape[0] != ids->shape[0] || t->shape[1] != ids->shape[1])
-            return ft_set_error(m->ctx, FT_ERR_SHAPE, "input '%s' must have the shape of input_ids [%lld, %lld]",
-                                other[i], (long long)ids->shape[0], (long long)ids->shape[1]);
-    }
-    return ft_check_ids(m, "token_type_ids", 0, b->type_vocab);
+    const bert *b = (const bert *)m->priv;
+    return ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
 }
 
 /* (1 - mask) * finfo.min as an f32 [B, 1, 1, S] additive mask, or NULL without a mask. */
@@ -207,19 +188,12 @@ static ft_tensor *additive_mask(ft_ctx *ctx, ft_tensor *mask) {
     return ft_reshape(ctx, add, 4, FT_SHAPE(ft_tensor_dim(add, 0), 1, 1, ft_tensor_dim(add, 1)));
 }
 
-/* [B, S, D] -> [B, H, S, Dh] view */
-static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
-    if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
-    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
-}
-
 static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l, ft_tensor *h,
                                 ft_tensor *mask) {
     int64_t dh = b->d / b->heads;
-    ft_tensor *q = split_heads(ctx, ft_linear(ctx, h, l->wq, l->bq), b->heads);
-    ft_tensor *k = split_heads(ctx, ft_linear(ctx, h, l->wk, l->bk), b->heads);
-    ft_tensor *v = split_heads(ctx, ft_linear(ctx, h, l->wv, l->bv), b->heads);
+    ft_tensor *q = ft_split_heads(ctx, ft_linear(ctx, h, l->wq, l->bq), b->heads);
+    ft_tensor *k = ft_split_heads(ctx, ft_linear(ctx, h, l->wk, l->bk), b->heads);
+    ft_tensor *v = ft_split_heads(ctx, ft_linear(ctx, h, l->wv, l->bv), b->heads);
     ft_tensor *scores = ft_matmul(ctx, q, ft_transpose(ctx, k, -1, -2), 1.0f); /* [B, H, S, S] */
     ft_tensor *probs = ft_softmax(ctx, scores, mask, 1.0f / sqrtf((float)dh));
     ft_tensor_release(ctx, scores);

@@ -149,22 +149,9 @@ static void funnel_destroy(ft_model *m) {
 
 static ft_status funnel_validate(ft_model *m) {
     funnel *f = (funnel *)m->priv;
-    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
-    if (ids->ndim != 2)
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "input 'input_ids' must be [batch, seq], got rank %d",
-                            ids->ndim);
-    ft_status st = ft_check_ids(m, "input_ids", 0, f->vocab);
+    ft_status st = ft_validate_text_inputs(m, 0, f->vocab, f->type_vocab); /* relative positions: no limit */
     if (st) return st;
-    const char *other[] = {"attention_mask", "token_type_ids"};
-    for (int i = 0; i < 2; i++) {
-        const ft_host_tensor *t = ft_model_host_input(m, other[i]);
-        if (!t) continue;
-        if (t->ndim != 2 || t->shape[0] != ids->shape[0] || t->shape[1] != ids->shape[1])
-            return ft_set_error(m->ctx, FT_ERR_SHAPE, "input '%s' must have the shape of input_ids [%lld, %lld]",
-                                other[i], (long long)ids->shape[0], (long long)ids->shape[1]);
-    }
-    if ((st = ft_check_ids(m, "token_type_ids", 0, f->type_vocab))) return st;
+    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
     fn_sched s;
     st = fn_sched_build(m->ctx, f, ids->shape[1], &s);
     fn_sched_free(&s);
@@ -172,13 +159,6 @@ static ft_status funnel_validate(ft_model *m) {
 }
 
 /* ---- layers ---- */
-
-/* [B, L, N*Dh] -> [B, N, L, Dh] view */
-static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
-    if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
-    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
-}
 
 /* [B, L, N*Dh] -> [N, B*L, Dh] view: a GEMM operand without a copy (rows N*Dh apart) */
 static ft_tensor *head_major(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
@@ -216,7 +196,7 @@ static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer 
 
     /* content: (q + r_w_bias) . k -> [B, N, Lq, Lk] */
     ft_tensor *qw = ft_add(ctx, qh, rw);
-    ft_tensor *score = ft_matmul(ctx, split_heads(ctx, qw, N), ft_transpose(ctx, split_heads(ctx, k, N), -1, -2), 1.0f);
+    ft_tensor *score = ft_matmul(ctx, ft_split_heads(ctx, qw, N), ft_transpose(ctx, ft_split_heads(ctx, k, N), -1, -2), 1.0f);
     ft_tensor_release(ctx, qw);
     ft_tensor_release(ctx, k);
 
@@ -259,7 +239,7 @@ static ft_tensor *fn_layer_forward(ft_ctx *ctx, const funnel *f, const fn_layer 
 
     ft_tensor *probs = ft_softmax(ctx, sum, a->madd, 1.0f);
     ft_tensor_release(ctx, sum);
-    ft_tensor *c = ft_matmul(ctx, probs, split_heads(ctx, v, N), 1.0f); /* [B, N, Lq, Dh] */
+    ft_tensor *c = ft_matmul(ctx, probs, ft_split_heads(ctx, v, N), 1.0f); /* [B, N, Lq, Dh] */
     ft_tensor_release(ctx, probs);
     ft_tensor_release(ctx, v);
     c = ft_reshape(ctx, ft_permute(ctx, c, (const int[]){0, 2, 1, 3}), 3, FT_SHAPE(B, Lq, H));

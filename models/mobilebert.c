@@ -202,26 +202,8 @@ static void mobilebert_destroy(ft_model *m) {
 }
 
 static ft_status mobilebert_validate(ft_model *m) {
-    mobilebert *b = (mobilebert *)m->priv;
-    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
-    if (ids->ndim != 2)
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "input 'input_ids' must be [batch, seq], got rank %d",
-                            ids->ndim);
-    if (ids->shape[1] > b->max_pos)
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "sequence length %lld exceeds max_position_embeddings %lld",
-                            (long long)ids->shape[1], (long long)b->max_pos);
-    ft_status st = ft_check_ids(m, "input_ids", 0, b->vocab);
-    if (st) return st;
-    const char *other[] = {"attention_mask", "token_type_ids"};
-    for (int i = 0; i < 2; i++) {
-        const ft_host_tensor *t = ft_model_host_input(m, other[i]);
-        if (!t) continue;
-        if (t->ndim != 2 || t->shape[0] != ids->shape[0] || t->shape[1] != ids->shape[1])
-            return ft_set_error(m->ctx, FT_ERR_SHAPE, "input '%s' must have the shape of input_ids [%lld, %lld]",
-                                other[i], (long long)ids->shape[0], (long long)ids->shape[1]);
-    }
-    return ft_check_ids(m, "token_type_ids", 0, b->type_vocab);
+    const mobilebert *b = (const mobilebert *)m->priv;
+    return ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
 }
 
 /* ---- forward ---- */
@@ -249,13 +231,6 @@ static ft_tensor *ffn(ft_ctx *ctx, const mobilebert *b, ft_tensor *x, ft_tensor 
     return a;
 }
 
-/* [B, S, H] -> [B, N, S, Dh] view */
-static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
-    if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
-    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
-}
-
 static ft_tensor *mb_layer_forward(ft_ctx *ctx, const mobilebert *b, const mb_layer *l, ft_tensor *h,
                                    ft_tensor *mask) {
     ft_tensor *qk_in = h, *v_in = h, *li = h;
@@ -268,9 +243,9 @@ static ft_tensor *mb_layer_forward(ft_ctx *ctx, const mobilebert *b, const mb_la
         }
     }
     int64_t N = b->heads, Dh = b->dt / b->heads, B = ft_tensor_dim(h, 0), S = ft_tensor_dim(h, 1);
-    ft_tensor *q = split_heads(ctx, ft_linear(ctx, qk_in, l->wq, l->bq), N);
-    ft_tensor *k = split_heads(ctx, ft_linear(ctx, qk_in, l->wk, l->bk), N);
-    ft_tensor *v = split_heads(ctx, ft_linear(ctx, v_in, l->wv, l->bv), N);
+    ft_tensor *q = ft_split_heads(ctx, ft_linear(ctx, qk_in, l->wq, l->bq), N);
+    ft_tensor *k = ft_split_heads(ctx, ft_linear(ctx, qk_in, l->wk, l->bk), N);
+    ft_tensor *v = ft_split_heads(ctx, ft_linear(ctx, v_in, l->wv, l->bv), N);
     ft_tensor *scores = ft_matmul(ctx, q, ft_transpose(ctx, k, -1, -2), 1.0f); /* [B, N, S, S] */
     ft_tensor *probs = ft_softmax(ctx, scores, mask, 1.0f / sqrtf((float)Dh));
     ft_tensor_release(ctx, scores);

@@ -495,3 +495,34 @@ ft_tensor *ft_model_act(ft_ctx *ctx, ft_act_kind act, ft_tensor *x) {
         return x ? ft_reshape(ctx, x, x->ndim, x->ne) : NULL;
     }
 }
+
+/* ---- shared by the text models ---- */
+
+ft_tensor *ft_split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
+    if (!x) return NULL;
+    ft_tensor *v = ft_reshape(ctx, x, 4,
+                              FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
+    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
+}
+
+ft_status ft_validate_text_inputs(ft_model *m, int64_t max_pos, int64_t vocab, int64_t type_vocab) {
+    const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
+    if (!ids) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%s needs input 'input_ids'", m->arch_name);
+    if (ids->ndim != 2)
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "input 'input_ids' must be [batch, seq], got rank %d",
+                            ids->ndim);
+    if (max_pos > 0 && ids->shape[1] > max_pos)
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "sequence length %lld exceeds max_position_embeddings %lld",
+                            (long long)ids->shape[1], (long long)max_pos);
+    ft_status st = ft_check_ids(m, "input_ids", 0, vocab);
+    if (st) return st;
+    const char *other[] = {"attention_mask", "token_type_ids"};
+    for (int i = 0; i < 2; i++) {
+        const ft_host_tensor *t = ft_model_host_input(m, other[i]);
+        if (!t) continue;
+        if (t->ndim != 2 || t->shape[0] != ids->shape[0] || t->shape[1] != ids->shape[1])
+            return ft_set_error(m->ctx, FT_ERR_SHAPE, "input '%s' must have the shape of input_ids [%lld, %lld]",
+                                other[i], (long long)ids->shape[0], (long long)ids->shape[1]);
+    }
+    return ft_check_ids(m, "token_type_ids", 0, type_vocab);
+}

@@ -136,6 +136,13 @@ ft_status ft_model_add_output(ft_model *m, const char *name, ft_tensor *t);
 /* Registers t as "hidden_states.<index>" when hidden states were asked for; else no-op. */
 ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t);
 
+/* [B, S, H*Dh] -> [B, H, S, Dh], a view (the attention layout of every text model). */
+ft_tensor *ft_split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads);
+/* The checks every text model makes of its host inputs: input_ids [batch, seq] with ids
+ * in [0, vocab), seq <= max_pos (0: no limit), attention_mask and token_type_ids (when
+ * given) of the same shape, token types in [0, type_vocab). */
+ft_status ft_validate_text_inputs(ft_model *m, int64_t max_pos, int64_t vocab, int64_t type_vocab);
+
 /* Activations by their Hugging Face names (transformers' ACT2FN). */
 typedef enum ft_act_kind {
     FT_ACTK_GELU,       /* "gelu", "gelu_python": exact erf */

@@ -339,13 +339,6 @@ static ft_tensor *frame_mask(ft_ctx *ctx, const wavlm *w, ft_tensor *mask, int64
     return ft_sub(ctx, ft_relu(ctx, ft_scale(ctx, d, 1.0f, 1.0f)), ft_relu(ctx, d));
 }
 
-/* [B, T, D] -> [B, H, T, Dh] view */
-static ft_tensor *split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
-    if (!x) return NULL;
-    ft_tensor *v = ft_reshape(ctx, x, 4, FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
-    return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
-}
-
 /* Self-attention with the gated relative bias; x [B, T, D] is the attention input. */
 static ft_tensor *attention(ft_ctx *ctx, const wavlm *w, const wavlm_layer *l, ft_tensor *x,
                             ft_tensor *bias0, ft_tensor *key_mask) {
@@ -361,9 +354,9 @@ static ft_tensor *attention(ft_ctx *ctx, const wavlm *w, const wavlm_layer *l, f
     gate = ft_permute(ctx, gate, (const int[]){0, 2, 1, 3});             /* [B, H, T, 1] */
     ft_tensor *bias = ft_mul(ctx, gate, bias0);                          /* [B, H, T, T] */
 
-    ft_tensor *q = split_heads(ctx, ft_linear(ctx, x, l->wq, l->bq), H);
-    ft_tensor *k = split_heads(ctx, ft_linear(ctx, x, l->wk, l->bk), H);
-    ft_tensor *v = split_heads(ctx, ft_linear(ctx, x, l->wv, l->bv), H);
+    ft_tensor *q = ft_split_heads(ctx, ft_linear(ctx, x, l->wq, l->bq), H);
+    ft_tensor *k = ft_split_heads(ctx, ft_linear(ctx, x, l->wk, l->bk), H);
+    ft_tensor *v = ft_split_heads(ctx, ft_linear(ctx, x, l->wv, l->bv), H);
     ft_tensor *scores = ft_matmul(ctx, q, ft_transpose(ctx, k, -1, -2), 1.0f / sqrtf((float)dh));
     ft_tensor *biased = ft_add(ctx, scores, bias); /* the bias is not scaled */
     ft_tensor_release(ctx, scores);
