@@ -122,7 +122,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test test-bins check gpu-check bench sweep kernel-bench install clean lint
+.PHONY: all test test-bins emu-test check gpu-check bench sweep kernel-bench install clean lint
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -145,6 +145,9 @@ TOOL_SRCS := $(wildcard tools/*.c)
 $(TOOL): $(TOOL_SRCS) tools/cli.h $(LIB_A)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
+# the CUDA backend on the host emulator (EMU_TEST_BINS, emu-test, EMU_TOOL)
+include tests/emu/emu.mk
+
 $(BUILD)/tests/%: tests/%.c tests/ft_test.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
@@ -161,8 +164,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 # the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
 test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
-test check: all $(TEST_BINS) $(EXAMPLE_BINS)
-	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS)
+test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+
+# only the CUDA tests on the host emulator (tests/emu/)
+emu-test: $(EMU_TEST_BINS)
+	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(EMU_TEST_BINS)
 
 gpu-check:
 	@sh tests/gpu_check.sh

@@ -7,8 +7,21 @@ pass=0; fail=0; skip=0
 log=$(mktemp)
 for bin in "$@"; do
     name=$(basename "$bin")
-    echo "== $name"
-    "$bin" >"$log" 2>&1
+    case "$bin" in
+    */emu/tests/*)
+        # the CUDA tests again, on the host emulator of the device (tests/emu/):
+        # whole programs where every test touches CUDA, else the tests named *cuda*
+        case "$name" in
+        test_cuda_ops | test_funnel_factorized) f=${FT_TEST_FILTER:-} ;;
+        *) f=${FT_TEST_FILTER:-cuda} ;;
+        esac
+        name="$name [CUDA emulated on the host]"
+        echo "== $name"
+        FT_TEST_FILTER=$f "$bin" >"$log" 2>&1 ;;
+    *)
+        echo "== $name"
+        "$bin" >"$log" 2>&1 ;;
+    esac
     rc=$?
     cat "$log"
     line=$(grep '^RESULT: ' "$log" | tail -n 1)

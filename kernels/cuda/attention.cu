@@ -131,7 +131,7 @@ struct softmax_run {
 
     template <typename T, int NPL> int warp() {
         unsigned blocks = (unsigned)((rows + SM_WARPS - 1) / SM_WARPS);
-        softmax_warp_kernel<T, NPL><<<blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_warp_kernel<T, NPL>)(
             (T *)dst->data, (const T *)x->data, rs, mask, s, rows, (int)n, scale);
         FT_CUDA_LAUNCH_CHECK(ctx, "softmax");
         return FT_OK;
@@ -144,7 +144,7 @@ struct softmax_run {
         if (n <= 512) return warp<T, 16>();
         if (n <= 1024) return warp<T, 32>();
         unsigned blocks = (unsigned)((rows + SM_WARPS - 1) / SM_WARPS);
-        softmax_loop_kernel<T><<<blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_loop_kernel<T>)(
             (T *)dst->data, (const T *)x->data, rs, mask, s, rows, n, scale);
         FT_CUDA_LAUNCH_CHECK(ctx, "softmax (long rows)");
         return FT_OK;
@@ -204,7 +204,7 @@ template <typename T, int DPL>
 __global__ void __launch_bounds__(32 * AT_WARPS)
 attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
     constexpr int DM = 32 * DPL; /* head dims held per row: lane + 32 * i */
-    extern __shared__ float at_smem[];
+    FT_DYN_SMEM(float, at_smem);
     float *Ks = at_smem;                      /* [KT][DM + 1], padded: lane j reads row j */
     float *Vs = Ks + AT_KT * (DM + 1);        /* [KT][DM] */
     float *Qs = Vs + AT_KT * DM;              /* [WARPS][ROWS][DM] */
@@ -322,7 +322,7 @@ struct attention_run {
         static_assert(at_smem_floats<DPL>() * sizeof(float) <= 48 * 1024, "attention smem");
         dim3 grid((unsigned)((p.Sq + AT_WARPS * AT_ROWS - 1) / (AT_WARPS * AT_ROWS)), (unsigned)p.H,
                   (unsigned)p.B);
-        attention_kernel<T, DPL><<<grid, 32 * AT_WARPS, smem, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(grid, 32 * AT_WARPS, smem, ft_cuda_stream(ctx), attention_kernel<T, DPL>)(
             (T *)dst->data, (const T *)q->data, (const T *)k->data, (const T *)v->data, mask, p);
         FT_CUDA_LAUNCH_CHECK(ctx, "attention");
         return FT_OK;

@@ -168,10 +168,10 @@ struct ft_conv_fn {
                 int64_t total = bn * g.groups * krows * cn;
                 unsigned blocks = ft_cuda_blocks(total, FT_EW_THREADS);
                 if (i32)
-                    ft_k_im2col<T, int32_t><<<blocks, FT_EW_THREADS, 0, stream>>>(
+                    FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
                         col, (const T *)x->data, g, b0, bn, n0, cn);
                 else
-                    ft_k_im2col<T, int64_t><<<blocks, FT_EW_THREADS, 0, stream>>>(
+                    FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
                         col, (const T *)x->data, g, b0, bn, n0, cn);
                 /* FT_CUDA_LAUNCH_CHECK's check, spelled out: the scratch must go back first */
                 cudaError_t e = cudaGetLastError();
@@ -234,10 +234,10 @@ struct ft_conv_fn {
         const T *bp = bias ? (const T *)bias->data : NULL, *rp = res ? (const T *)res->data : NULL;
         int64_t bs = bias ? bias->nb[0] : 0;
         if (ft_nd_fits_i32(&rd, n))
-            ft_k_conv_epilogue<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>(
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int32_t>)(
                 (T *)dst->data, n, g.cout, plane, bp, bs, rp, rd, act);
         else
-            ft_k_conv_epilogue<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>(
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int64_t>)(
                 (T *)dst->data, n, g.cout, plane, bp, bs, rp, rd, act);
         FT_CUDA_LAUNCH_CHECK(ctx, "conv epilogue");
         return FT_OK;

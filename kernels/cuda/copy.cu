@@ -78,7 +78,7 @@ template <typename To, typename Ti> static int ft_copy_run(ft_ctx *ctx, ft_tenso
         constexpr int V = 16 / SZ;
         int vec = ft_cu_aligned(out, sizeof(To) * V) && ft_cu_aligned(in, sizeof(Ti) * V);
         if (vec) blocks = ft_cuda_blocks(n / V + 1, FT_EW_THREADS);
-        ft_k_copy_dense<To, Ti, V><<<blocks, FT_EW_THREADS, 0, st>>>(out, in, n, vec);
+        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_dense<To, Ti, V>)(out, in, n, vec);
         FT_CUDA_LAUNCH_CHECK(ctx, "copy (dense)");
         return FT_OK;
     }
@@ -88,9 +88,9 @@ template <typename To, typename Ti> static int ft_copy_run(ft_ctx *ctx, ft_tenso
     ft_nd_set_operand(&d, 0, x, x->ndim);
     ft_nd_collapse(&d);
     if (ft_nd_fits_i32(&d, n))
-        ft_k_copy_nd<To, Ti, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>(out, in, d, n);
+        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int32_t>)(out, in, d, n);
     else
-        ft_k_copy_nd<To, Ti, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>(out, in, d, n);
+        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int64_t>)(out, in, d, n);
     FT_CUDA_LAUNCH_CHECK(ctx, "copy (strided)");
     return FT_OK;
 }
@@ -154,7 +154,7 @@ __global__ void ft_k_concat(U *__restrict__ out, const U *__restrict__ a, const 
 template <typename U>
 static int ft_concat_launch(ft_ctx *ctx, ft_tensor *dst, int64_t outer, int64_t ca, int64_t cb) {
     int64_t n = outer * (ca + cb);
-    ft_k_concat<U><<<ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx)>>>(
+    FT_LAUNCH(ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_concat<U>)(
         (U *)dst->data, (const U *)dst->src[0]->data, (const U *)dst->src[1]->data, outer, ca, cb);
     FT_CUDA_LAUNCH_CHECK(ctx, "concat");
     return FT_OK;
@@ -200,7 +200,7 @@ template <typename T> static int ft_pad_run(ft_ctx *ctx, ft_tensor *dst, T value
     for (int i = 0; i < p->dim; i++) outer *= dst->ne[i];
     for (int i = p->dim + 1; i < dst->ndim; i++) inner *= dst->ne[i];
     int64_t n = ft_numel(dst);
-    ft_k_pad<T><<<ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx)>>>(
+    FT_LAUNCH(ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_pad<T>)(
         (T *)dst->data, (const T *)x->data, outer, x->ne[p->dim], inner, p->before,
         dst->ne[p->dim], value);
     FT_CUDA_LAUNCH_CHECK(ctx, "pad");

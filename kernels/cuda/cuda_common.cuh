@@ -6,6 +6,10 @@
 #ifndef FT_CUDA_COMMON_CUH
 #define FT_CUDA_COMMON_CUH
 
+#ifdef FT_CUDA_EMU
+/* the host emulation build (tests/emu/): device code compiled as host C++ */
+#include "emu.cuh"
+#endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -37,6 +41,14 @@ void *ft_cuda_scratch(ft_ctx *ctx, size_t bytes, ft_block **block);
             return ft_set_error((ctx), FT_ERR_CUDA, "launch of %s failed: %s", (what),    \
                                 cudaGetErrorString(e_));                                  \
     } while (0)
+
+/* Every kernel launch: FT_LAUNCH(grid, block, smem, stream, kernel<T...>)(args...).
+ * One spelling for nvcc's <<< >>> and the host emulator's launcher (emu.cuh). */
+#ifndef FT_CUDA_EMU
+#define FT_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+/* the block's dynamic shared memory as `type *name` */
+#define FT_DYN_SMEM(type, name) extern __shared__ type name[]
+#endif
 
 /* ---- storage <-> f32 ---- */
 __device__ __forceinline__ float ft_ld(const float *p) { return *p; }

@@ -92,7 +92,7 @@ struct ft_binary_fn {
             int vec = ft_cu_aligned(out, 16) && ft_cu_aligned(a->data, 16) &&
                       ft_cu_aligned(b->data, 16);
             unsigned blocks = ft_cuda_blocks(vec ? n / V + 1 : n, FT_EW_THREADS);
-            ft_k_binary_dense<T, V><<<blocks, FT_EW_THREADS, 0, st>>>(
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_dense<T, V>)(
                 out, (const T *)a->data, (const T *)b->data, n, (int)dst->op, vec);
             FT_CUDA_LAUNCH_CHECK(ctx, "binary (dense)");
             return FT_OK;
@@ -104,10 +104,10 @@ struct ft_binary_fn {
         ft_nd_collapse(&d);
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         if (ft_nd_fits_i32(&d, n))
-            ft_k_binary_nd<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>(
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int32_t>)(
                 out, (const T *)a->data, (const T *)b->data, d, n, (int)dst->op);
         else
-            ft_k_binary_nd<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>(
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int64_t>)(
                 out, (const T *)a->data, (const T *)b->data, d, n, (int)dst->op);
         FT_CUDA_LAUNCH_CHECK(ctx, "binary (strided)");
         return FT_OK;
@@ -191,7 +191,7 @@ struct ft_map_fn {
             constexpr int V = 16 / sizeof(T);
             int vec = ft_cu_aligned(out, 16) && ft_cu_aligned(x->data, 16);
             unsigned blocks = ft_cuda_blocks(vec ? n / V + 1 : n, FT_EW_THREADS);
-            ft_k_map_dense<T, V><<<blocks, FT_EW_THREADS, 0, st>>>(out, (const T *)x->data, n, act,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_dense<T, V>)(out, (const T *)x->data, n, act,
                                                                    alpha, beta, vec);
             FT_CUDA_LAUNCH_CHECK(ctx, ft_op_name(dst->op));
             return FT_OK;
@@ -202,10 +202,10 @@ struct ft_map_fn {
         ft_nd_collapse(&d);
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         if (ft_nd_fits_i32(&d, n))
-            ft_k_map_nd<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>(out, (const T *)x->data, d, n,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int32_t>)(out, (const T *)x->data, d, n,
                                                                       act, alpha, beta);
         else
-            ft_k_map_nd<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>(out, (const T *)x->data, d, n,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int64_t>)(out, (const T *)x->data, d, n,
                                                                       act, alpha, beta);
         FT_CUDA_LAUNCH_CHECK(ctx, ft_op_name(dst->op));
         return FT_OK;
@@ -288,9 +288,9 @@ template <typename T, int K> static int ft_fused_launch(ft_ctx *ctx, ft_tensor *
     unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
     cudaStream_t st = ft_cuda_stream(ctx);
     if (ft_nd_fits_i32(&d, n))
-        ft_k_fused<T, K, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data, s, d, n, *p);
+        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int32_t>)((T *)dst->data, s, d, n, *p);
     else
-        ft_k_fused<T, K, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data, s, d, n, *p);
+        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int64_t>)((T *)dst->data, s, d, n, *p);
     FT_CUDA_LAUNCH_CHECK(ctx, "fused_eltwise");
     return FT_OK;
 }

@@ -89,9 +89,9 @@ template <typename U, typename Id>
 static int ft_embedding_launch(ft_ctx *ctx, ft_tensor *dst, int64_t row_bytes, int *bad) {
     const ft_tensor *tab = dst->src[0], *ids = dst->src[1];
     int64_t n_ids = ft_numel(ids), row = row_bytes / (int64_t)sizeof(U);
-    ft_k_embedding<U, Id><<<ft_cuda_blocks(n_ids * row, FT_EW_THREADS), FT_EW_THREADS, 0,
-                            ft_cuda_stream(ctx)>>>((U *)dst->data, (const U *)tab->data,
-                                                   (const Id *)ids->data, n_ids, row, tab->ne[0], bad);
+    FT_LAUNCH(ft_cuda_blocks(n_ids * row, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
+              ft_k_embedding<U, Id>)((U *)dst->data, (const U *)tab->data, (const Id *)ids->data,
+                                     n_ids, row, tab->ne[0], bad);
     FT_CUDA_LAUNCH_CHECK(ctx, "embedding");
     return FT_OK;
 }
@@ -147,9 +147,9 @@ template <typename U, typename Id> static int ft_gather_last_launch(ft_ctx *ctx,
     const ft_tensor *x = dst->src[0], *idx = dst->src[1];
     int64_t nt = x->ne[x->ndim - 1], ni = x->ne[x->ndim - 2], nj = idx->ne[1];
     int64_t rows = ft_numel(x) / nt;
-    ft_k_gather_last<U, Id><<<ft_cuda_blocks(rows * nj, FT_EW_THREADS), FT_EW_THREADS, 0,
-                              ft_cuda_stream(ctx)>>>((U *)dst->data, (const U *)x->data,
-                                                     (const Id *)idx->data, rows, ni, nt, nj, bad);
+    FT_LAUNCH(ft_cuda_blocks(rows * nj, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
+              ft_k_gather_last<U, Id>)((U *)dst->data, (const U *)x->data, (const Id *)idx->data,
+                                       rows, ni, nt, nj, bad);
     FT_CUDA_LAUNCH_CHECK(ctx, "gather_last");
     return FT_OK;
 }

@@ -87,7 +87,7 @@ struct gather_run {
             sh.ne[i] = src->ne[i];
             sh.nb[i] = src->nb[i];
         }
-        ft_gather_kernel<T><<<ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gather_kernel<T>)(
             (T *)dst, (const T *)src->data, sh, total);
         FT_CUDA_LAUNCH_CHECK(ctx, "gather (strided to contiguous)");
         return FT_OK;
@@ -102,7 +102,7 @@ struct post_run {
     template <typename T> int run() {
         int64_t total = g->batch * g->m * g->n;
         if (total == 0) return FT_OK;
-        ft_gemm_post_kernel<T><<<ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gemm_post_kernel<T>)(
             (T *)g->c, (const T *)bias, act, g->m, g->n, g->ldc, g->stride_c, total);
         FT_CUDA_LAUNCH_CHECK(ctx, "GEMM epilogue");
         return FT_OK;

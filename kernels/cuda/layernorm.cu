@@ -193,7 +193,7 @@ struct ln_run {
 
     template <typename T, int CH, int W> int warp() {
         unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
-        ln_warp_kernel<T, CH, W><<<blocks, 32 * LN_WARPS, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(blocks, 32 * LN_WARPS, 0, ft_cuda_stream(ctx), ln_warp_kernel<T, CH, W>)(
             (T *)dst->data, (const T *)x->data, x_rs, (const T *)res, res_rs,
             gamma ? (const T *)gamma->data : nullptr, gamma ? gamma->nb[0] : 0,
             beta ? (const T *)beta->data : nullptr, beta ? beta->nb[0] : 0, rows, d, eps);
@@ -239,7 +239,7 @@ struct ln_run {
             if (ch <= 32) return warp<T, 32, 1>();
         }
         if (rows > INT32_MAX) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "layernorm: too many rows");
-        ln_block_kernel<T><<<(unsigned)rows, 256, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH((unsigned)rows, 256, 0, ft_cuda_stream(ctx), ln_block_kernel<T>)(
             (T *)dst->data, (const T *)x->data, x_rs, (const T *)res, res_rs,
             gamma ? (const T *)gamma->data : nullptr, gamma ? gamma->nb[0] : 0,
             beta ? (const T *)beta->data : nullptr, beta ? beta->nb[0] : 0, d, eps);

@@ -82,7 +82,7 @@ struct ft_groupnorm_fn {
         int64_t s = 1;
         for (int i = 2; i < x->ndim; i++) s *= x->ne[i];
         int64_t total = x->ne[0] * p->groups, cg = x->ne[1] / p->groups;
-        ft_k_groupnorm<T><<<ft_cuda_blocks(total, 1), FT_GN_THREADS, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(ft_cuda_blocks(total, 1), FT_GN_THREADS, 0, ft_cuda_stream(ctx), ft_k_groupnorm<T>)(
             (T *)dst->data, (const T *)x->data, g ? (const T *)g->data : NULL, g ? g->nb[0] : 0,
             b ? (const T *)b->data : NULL, b ? b->nb[0] : 0, total, p->groups, cg, s, p->eps);
         FT_CUDA_LAUNCH_CHECK(ctx, "groupnorm");
@@ -146,10 +146,10 @@ struct ft_batchnorm_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (n <= INT32_MAX)
-            ft_k_batchnorm<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, q, n, x->ne[1], s, p->eps);
         else
-            ft_k_batchnorm<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, q, n, x->ne[1], s, p->eps);
         FT_CUDA_LAUNCH_CHECK(ctx, "batchnorm");
         return FT_OK;

@@ -46,11 +46,11 @@ struct ft_pool_dim_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (ft_numel(x) <= INT32_MAX)
-            ft_k_pool_dim<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[p->dim], dst->ne[p->dim], inner, p->kind, p->kernel,
                 p->stride);
         else
-            ft_k_pool_dim<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[p->dim], dst->ne[p->dim], inner, p->kind, p->kernel,
                 p->stride);
         FT_CUDA_LAUNCH_CHECK(ctx, "pool_dim");
@@ -118,11 +118,11 @@ struct ft_maxpool2d_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (ft_numel(x) <= INT32_MAX && n <= INT32_MAX)
-            ft_k_maxpool2d<T, int32_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[2], x->ne[3], dst->ne[2], dst->ne[3], p->kernel,
                 p->stride, p->padding);
         else
-            ft_k_maxpool2d<T, int64_t><<<blocks, FT_EW_THREADS, 0, st>>>((T *)dst->data,
+            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[2], x->ne[3], dst->ne[2], dst->ne[3], p->kernel,
                 p->stride, p->padding);
         FT_CUDA_LAUNCH_CHECK(ctx, "maxpool2d");
@@ -204,7 +204,7 @@ struct ft_weight_norm_fn {
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < d; i++) outer *= v->ne[i];
         for (int i = d + 1; i < v->ndim; i++) inner *= v->ne[i];
-        ft_k_weight_norm<T><<<ft_cuda_blocks(v->ne[d], 1), 256, 0, ft_cuda_stream(ctx)>>>(
+        FT_LAUNCH(ft_cuda_blocks(v->ne[d], 1), 256, 0, ft_cuda_stream(ctx), ft_k_weight_norm<T>)(
             (T *)dst->data, (const T *)v->data, (const T *)g->data, outer, v->ne[d], inner);
         FT_CUDA_LAUNCH_CHECK(ctx, "weight_norm");
         return FT_OK;

@@ -219,7 +219,7 @@ static inline int ft_rows_sum_launch(ft_ctx *ctx, const T *x, T *out, int64_t ro
     if (rows <= 0) return FT_OK;
     int warp_per_row = cols <= 1024;
     unsigned blocks = warp_per_row ? ft_cuda_blocks(rows, 8) : ft_cuda_blocks(rows, 1);
-    ft_k_rows_sum<T><<<blocks, 256, 0, ft_cuda_stream(ctx)>>>(x, out, rows, cols, row_stride, scale,
+    FT_LAUNCH(blocks, 256, 0, ft_cuda_stream(ctx), ft_k_rows_sum<T>)(x, out, rows, cols, row_stride, scale,
                                                                warp_per_row);
     FT_CUDA_LAUNCH_CHECK(ctx, what);
     return FT_OK;

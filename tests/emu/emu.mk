@@ -1,0 +1,53 @@
+# emu.mk - included by the Makefile: the CUDA backend built for the host
+# emulator (tests/emu/emu.h) and the CUDA tests linked against it, so `make
+# test` runs the CUDA code paths (kernels, launches, capture, cuBLASLt calls)
+# on a machine without a GPU. Needs the CUDA headers and a C++17 compiler;
+# EMU=0 leaves it out. It replaces no GPU run: see docs/emulator.md.
+
+EMU ?= 1
+ifneq ($(NVCC),)
+ifneq ($(EMU),0)
+
+comma := ,
+EMU_CXX   ?= $(if $(shell command -v g++ 2>/dev/null),g++,c++)
+EMU_BUILD := $(BUILD)/emu
+EMU_CPPFLAGS := -Iinclude -Iengine -D_GNU_SOURCE -DFT_WITH_CUDA -DFT_CUDA_EMU -I$(CUDA_ROOT)/include
+EMU_CFLAGS   := $(filter-out -MMD -MP,$(CFLAGS)) -MMD -MP
+EMU_CXXFLAGS := -std=c++17 -O1 -fPIC -fno-strict-aliasing -Wall -Wno-unknown-pragmas \
+                -Wno-maybe-uninitialized -MMD -MP $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -g)
+
+EMU_SUPPORT := $(wildcard tests/emu/*.c)
+EMU_OBJS := $(CPU_SRCS:%.c=$(EMU_BUILD)/obj/%.o) $(CUDA_CSRC:%.c=$(EMU_BUILD)/obj/%.o) \
+            $(CU_SRCS:%.cu=$(EMU_BUILD)/obj/%.o) $(EMU_SUPPORT:%.c=$(EMU_BUILD)/obj/%.o)
+EMU_LIB  := $(EMU_BUILD)/libftengine_emu.a
+EMU_LIBS := -lm -lpthread -lstdc++
+
+# the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
+EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \
+             test_resnet_wavlm test_graph_golden test_golden_variants
+EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%)
+
+$(EMU_BUILD)/obj/%.o: %.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(EMU_CPPFLAGS) $(EMU_CFLAGS) -c $< -o $@
+
+$(EMU_BUILD)/obj/%.o: %.cu $(STAMP)
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_CPPFLAGS) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+
+$(EMU_LIB): $(EMU_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(EMU_BUILD)/tests/%: tests/%.c tests/ft_test.h $(EMU_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(EMU_CPPFLAGS) -Itests $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
+$(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+
+# the tool on the emulator: dry runs of the GPU session's commands (tests/emu/dry_run.sh)
+EMU_TOOL := $(EMU_BUILD)/ftengine
+$(EMU_TOOL): $(TOOL_SRCS) tools/cli.h $(EMU_LIB)
+	$(CC) $(EMU_CPPFLAGS) $(EMU_CFLAGS) -o $@ $(TOOL_SRCS) $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
+
+-include $(EMU_OBJS:.o=.d)
+endif
+endif

@@ -1,0 +1,196 @@
+/*
+ * emu_sched.c - runs an emulated CUDA grid on the host (see emu.h): blocks one
+ * after the other, the threads of a block as cooperative fibers (ucontext)
+ * that switch only at __syncthreads and at warp exchanges.
+ *
+ * A waiting fiber yields until its barrier's generation moves on; a whole round
+ * over the block in which nothing moved is a barrier that can never complete,
+ * which on a GPU is a hang or undefined behaviour: reported and aborted.
+ * Dynamic shared memory is filled with 0xFF (NaN as f32/f16/bf16) at every
+ * block start, so a kernel that reads shared memory it never wrote shows it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include "emu.h"
+
+#define FIBER_STACK (256u * 1024u)
+#define MAX_THREADS 1024
+
+enum { F_READY, F_DONE };
+
+typedef struct fiber {
+    ucontext_t uc;
+    int state;
+    ft_emu_thread t;
+} fiber;
+
+/* one block's synchronisation state */
+typedef struct warp_bar {
+    unsigned arrived, mask;   /* lanes that arrived at the current exchange, its mask */
+    unsigned gen;             /* completed exchanges */
+    uint64_t vals[2][32];     /* double-buffered by generation: a lane that left exchange g
+                                 can write g + 1 before slower lanes have read g */
+} warp_bar;
+
+static struct {
+    fiber *fibers;            /* [MAX_THREADS] */
+    char *stacks;             /* MAX_THREADS * FIBER_STACK, mapped once, reused */
+    ucontext_t sched;
+    int n, live;
+    unsigned bar_arrived, bar_gen;
+    warp_bar warps[MAX_THREADS / 32];
+    unsigned long progress;   /* bumped by every arrival, release and exit */
+    void (*fn)(void *);
+    void *closure;
+    void *smem;
+    size_t smem_cap;
+    const char *name;
+    fiber *cur;
+} S;
+
+ft_emu_thread *ft_emu_self;
+
+static void emu_die(const char *what) {
+    fprintf(stderr, "ftengine CUDA emulator: kernel %s: %s\n", S.name ? S.name : "?", what);
+    abort();
+}
+
+static void yield(void) {
+    if (swapcontext(&S.cur->uc, &S.sched) != 0) emu_die("swapcontext failed");
+}
+
+static void block_barrier_check(void) {
+    if (S.live > 0 && S.bar_arrived == (unsigned)S.live) {
+        S.bar_arrived = 0;
+        S.bar_gen++;
+        S.progress++;
+    }
+}
+
+void ft_emu_syncthreads(void) {
+    unsigned gen = S.bar_gen;
+    S.bar_arrived++;
+    S.progress++;
+    block_barrier_check();
+    while (S.bar_gen == gen) yield();
+    S.progress++;
+}
+
+void ft_emu_warp_exchange(unsigned mask, uint64_t v, uint64_t out[32]) {
+    ft_emu_thread *t = ft_emu_self;
+    warp_bar *w = &S.warps[t->warp];
+    unsigned bit = 1u << t->lane;
+    if (!(mask & bit)) emu_die("a lane calls a warp intrinsic with a mask that leaves it out");
+    if (w->arrived && w->mask != mask) emu_die("warp intrinsics with different masks at once");
+    w->mask = mask;
+    unsigned gen = w->gen;
+    w->vals[gen & 1][t->lane] = v;
+    w->arrived |= bit;
+    S.progress++;
+    if (w->arrived == mask) {
+        w->arrived = 0;
+        w->gen++;
+    }
+    while (w->gen == gen) yield();
+    memcpy(out, w->vals[gen & 1], sizeof w->vals[0]);
+    S.progress++;
+}
+
+void *ft_emu_dyn_smem(void) { return S.smem; }
+
+static void fiber_main(void) {
+    S.fn(S.closure);
+    S.cur->state = F_DONE;
+    S.live--;
+    S.progress++;
+    block_barrier_check(); /* exited threads no longer hold a __syncthreads back */
+    /* returning resumes uc_link: the scheduler */
+}
+
+static void ensure_init(size_t smem) {
+    if (!S.fibers) {
+        S.fibers = calloc(MAX_THREADS, sizeof *S.fibers);
+        void *st = mmap(NULL, (size_t)MAX_THREADS * FIBER_STACK, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (!S.fibers || st == MAP_FAILED) emu_die("out of host memory for fibers");
+        S.stacks = st;
+    }
+    if (smem > S.smem_cap) {
+        free(S.smem);
+        S.smem = aligned_alloc(16, (smem + 15) & ~(size_t)15);
+        if (!S.smem) emu_die("out of host memory for shared memory");
+        S.smem_cap = smem;
+    }
+}
+
+/* outside run_block: getcontext returns twice for gcc's purposes, so no live
+ * locals of the scheduling loop around it */
+static void fiber_setup(unsigned i, dim3 grid, dim3 block, uint3 bid) {
+    fiber *f = &S.fibers[i];
+    f->state = F_READY;
+    f->t.thread_idx.x = i % block.x;
+    f->t.thread_idx.y = (i / block.x) % block.y;
+    f->t.thread_idx.z = i / (block.x * block.y);
+    f->t.block_idx = bid;
+    f->t.block_dim = block;
+    f->t.grid_dim = grid;
+    f->t.lane = i % 32;
+    f->t.warp = i / 32;
+    if (getcontext(&f->uc) != 0) emu_die("getcontext failed");
+    f->uc.uc_stack.ss_sp = S.stacks + (size_t)i * FIBER_STACK;
+    f->uc.uc_stack.ss_size = FIBER_STACK;
+    f->uc.uc_link = &S.sched;
+    makecontext(&f->uc, fiber_main, 0);
+}
+
+static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
+    unsigned nt = block.x * block.y * block.z;
+    S.n = (int)nt;
+    S.live = (int)nt;
+    S.bar_arrived = 0;
+    memset(S.warps, 0, sizeof S.warps);
+    if (smem) memset(S.smem, 0xFF, smem);
+    for (unsigned i = 0; i < nt; i++) fiber_setup(i, grid, block, bid);
+    while (S.live > 0) {
+        unsigned long before = S.progress;
+        for (unsigned i = 0; i < nt; i++) {
+            fiber *f = &S.fibers[i];
+            if (f->state == F_DONE) continue;
+            S.cur = f;
+            ft_emu_self = &f->t;
+            if (swapcontext(&S.sched, &f->uc) != 0) emu_die("swapcontext failed");
+        }
+        if (S.live > 0 && S.progress == before)
+            emu_die("a barrier or warp shuffle that not every thread reaches (a hang or "
+                    "undefined behaviour on a GPU)");
+    }
+    ft_emu_self = NULL;
+    S.cur = NULL;
+}
+
+/* one grid at a time: the fibers and barriers are process-wide */
+static pthread_mutex_t grid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(void *),
+                     void *closure, const char *name) {
+    pthread_mutex_lock(&grid_lock);
+    unsigned nt = block.x * block.y * block.z;
+    if (nt == 0 || nt > MAX_THREADS) emu_die("bad block size (the launcher should have refused it)");
+    ensure_init(dyn_smem);
+    S.fn = thread_fn;
+    S.closure = closure;
+    S.name = name;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                uint3 bid = {x, y, z};
+                run_block(grid, block, bid, dyn_smem);
+            }
+    S.name = NULL;
+    pthread_mutex_unlock(&grid_lock);
+}
