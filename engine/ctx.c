@@ -163,6 +163,39 @@ ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us) {
 }
 
 ft_device ft_ctx_device(const ft_ctx *ctx) { return ctx ? ctx->device : FT_DEVICE_CPU; }
+
+/* The CPU's model name from /proc/cpuinfo, or "" where there is none. */
+static void cpu_model(char *buf, size_t size) {
+    buf[0] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *c = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !c) continue;
+        c += 1 + strspn(c + 1, " \t");
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, size, "%s", c);
+        break;
+    }
+    fclose(f);
+}
+
+const char *ft_ctx_device_label(ft_ctx *ctx) {
+    if (!ctx) return "no context";
+    if (ctx->device_label[0]) return ctx->device_label;
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) {
+        ft_cuda_device_label(ctx, ctx->device_label, sizeof ctx->device_label);
+        return ctx->device_label;
+    }
+#endif
+    char model[96];
+    cpu_model(model, sizeof model);
+    snprintf(ctx->device_label, sizeof ctx->device_label, "%s%s%d OpenMP threads", model,
+             model[0] ? ", " : "", omp_get_max_threads());
+    return ctx->device_label;
+}
 ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_ERR_INVALID_ARG; }
 const char *ft_ctx_errmsg(const ft_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
 

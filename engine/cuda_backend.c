@@ -55,6 +55,16 @@ int ft_cuda_devices(void) {
 
 int ft_cuda_build_version(void) { return CUDART_VERSION; }
 
+void ft_cuda_device_label(const ft_ctx *ctx, char *buf, size_t size) {
+    const ft_cuda_state *s = ctx->cuda;
+    if (!s) {
+        snprintf(buf, size, "cuda (not initialised)");
+        return;
+    }
+    snprintf(buf, size, "%s (device %d, sm_%d%d, %d SMs)", s->name, s->device, s->sm_major, s->sm_minor,
+             s->n_sm);
+}
+
 int ft_cupti_linked_version(void) {
 #ifdef FT_WITH_CUPTI
     uint32_t v = 0;

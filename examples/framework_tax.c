@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
         ft_ctx_free(ctx);
         return 1;
     }
-    printf("%s on %s, batch %lld\n", path, ft_device_name(dev), (long long)batch);
+    printf("%s on %s (%s), batch %lld\n", path, ft_device_name(dev), ft_ctx_device_label(ctx), (long long)batch);
     printf("%-7s %8s %10s %10s %10s %10s   %s\n", "mode", "cost us", "wall ms", "busy ms", "overhead",
            "ops/fwd", "top host op");
     int rc = 0;

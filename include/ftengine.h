@@ -207,6 +207,10 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out);
 void ft_ctx_free(ft_ctx *ctx);
 
 ft_device ft_ctx_device(const ft_ctx *ctx);
+/** What the context runs on, for reports: the GPU's name, ordinal, architecture and
+ *  SM count ("NVIDIA H100 80GB HBM3 (device 0, sm_90, 132 SMs)"), or the CPU's model
+ *  and OpenMP thread count. Valid as long as the context. */
+const char *ft_ctx_device_label(ft_ctx *ctx);
 /** The sticky status of the context (FT_OK if no error is recorded). */
 ft_status ft_ctx_status(const ft_ctx *ctx);
 /** The message of the last error ("" if none). Valid until the next error or clear. */

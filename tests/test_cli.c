@@ -267,6 +267,8 @@ static void test_bench_and_sweep(void) {
     result r = run_tool(bp);
     CHECK(r.code == 0 && strstr(r.out, "back-to-back"), "bench --protocol paper: %d %s %s", r.code,
           r.out, r.err);
+    /* a result names what it ran on */
+    CHECK(strstr(r.out, "device: ") && strstr(r.out, "OpenMP threads"), "bench names no device: %s", r.out);
     snprintf(csv, sizeof csv, "%s/sweep.csv", tmpdir);
     const char *sw[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,3", "--iters", "2",
                         "--warmup", "0", "--overhead", "--csv", csv, NULL};

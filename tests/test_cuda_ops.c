@@ -370,6 +370,10 @@ static void test_backend_basics(void) {
     CHECK(st == FT_ERR_INVALID_ARG && !c && strstr(err, "out of range"), "device 999: %s '%s'",
           ft_status_str(st), err);
 
+    /* reports name the GPU, its architecture and SM count */
+    const char *label = ft_ctx_device_label(gpu);
+    CHECK(label && strstr(label, "sm_") && strstr(label, "SMs"), "device label '%s'", label ? label : "");
+
     /* round trip through pinned staging, odd size, twice (staging reuse) */
     int64_t n = 3 * 1000 * 1000 + 7;
     float *h = (float *)malloc((size_t)n * sizeof(float)), *back = (float *)malloc((size_t)n * sizeof(float));

@@ -236,9 +236,9 @@ static int cmd_run(int argc, char **argv) {
     if (!rc && prof) rc = write_profile(ctx, prof, &a);
     if (!rc && a.phases) print_phases(stderr, prof, 1);
     if (!rc && a.profile) {
-        fprintf(stderr, "profile: %s %s %s on %s: forward %.3f ms (first call, includes planning)\n",
+        fprintf(stderr, "profile: %s %s %s on %s (%s): forward %.3f ms (first call, includes planning)\n",
                 ft_model_arch(m), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
-                ft_device_name(a.device), t1 - t0);
+                ft_device_name(a.device), ft_ctx_device_label(ctx), t1 - t0);
         ft_mem_stats ms = ft_ctx_mem_stats(ctx);
         fprintf(stderr, "profile: memory allocated %zu B, reserved %zu B, peak %zu B, %llu system allocations\n",
                 ms.allocated, ms.reserved, ms.peak_allocated, (unsigned long long)ms.n_sys_alloc);
@@ -330,6 +330,7 @@ static int cmd_bench(int argc, char **argv) {
     printf("model: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld\n", a.model,
            ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
            a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0]);
+    printf("device: %s\n", ft_ctx_device_label(ctx));
     if (a.paper)
         printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
                "%d warmup)\n", mean, a.iters, first, a.warmup);

@@ -78,6 +78,7 @@ int cmd_sweep(int argc, char **argv) {
     if (n_batches < 1) return usage("--batches needs a comma-separated list of positive integers");
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
+    printf("device: %s\n", ft_ctx_device_label(ctx));
     ft_profiler *prof = NULL;
     FILE *csv = NULL;
     char tmp[1100] = "";

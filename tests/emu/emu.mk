@@ -48,6 +48,13 @@ EMU_TOOL := $(EMU_BUILD)/ftengine
 $(EMU_TOOL): $(TOOL_SRCS) tools/cli.h $(EMU_LIB)
 	$(CC) $(EMU_CPPFLAGS) $(EMU_CFLAGS) -o $@ $(TOOL_SRCS) $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
 
+$(EMU_BUILD)/examples/%: examples/%.c $(EMU_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
+
+emu-dry-run: $(EMU_TOOL) $(EMU_BUILD)/examples/framework_tax
+	@FT_BUILD=$(BUILD) sh tests/emu/dry_run.sh
+
 -include $(EMU_OBJS:.o=.d)
 endif
 endif
