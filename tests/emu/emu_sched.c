@@ -8,8 +8,16 @@
  * which on a GPU is a hang or undefined behaviour: reported and aborted.
  * Dynamic shared memory is filled with 0xFF (NaN as f32/f16/bf16) at every
  * block start, so a kernel that reads shared memory it never wrote shows it.
+ *
+ * Speed: each stack slot holds one worker fiber for the whole process, entered
+ * once through ucontext and from then on switched with _setjmp/_longjmp, which
+ * (unlike swapcontext) make no system call; a worker runs one emulated thread,
+ * parks, and is handed the next. Under AddressSanitizer every switch is a
+ * swapcontext instead, the one stack switch ASan knows about.
  */
+#undef _FORTIFY_SOURCE /* its longjmp check refuses jumps between stacks */
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +31,18 @@
 
 enum { F_READY, F_DONE };
 
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_UCONTEXT_ONLY 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_UCONTEXT_ONLY 1
+#endif
+#endif
+
 typedef struct fiber {
     ucontext_t uc;
+    jmp_buf jb;  /* where the worker parked (fast path) */
+    int started; /* the worker has been entered once */
     int state;
     ft_emu_thread t;
 } fiber;
@@ -41,6 +59,7 @@ static struct {
     fiber *fibers;            /* [MAX_THREADS] */
     char *stacks;             /* MAX_THREADS * FIBER_STACK, mapped once, reused */
     ucontext_t sched;
+    jmp_buf sched_jb;
     int n, live;
     unsigned bar_arrived, bar_gen;
     warp_bar warps[MAX_THREADS / 32];
@@ -60,8 +79,13 @@ static void emu_die(const char *what) {
     abort();
 }
 
+/* fiber -> scheduler */
 static void yield(void) {
+#ifdef EMU_UCONTEXT_ONLY
     if (swapcontext(&S.cur->uc, &S.sched) != 0) emu_die("swapcontext failed");
+#else
+    if (!_setjmp(S.cur->jb)) _longjmp(S.sched_jb, 1);
+#endif
 }
 
 static void block_barrier_check(void) {
@@ -103,14 +127,31 @@ void ft_emu_warp_exchange(unsigned mask, uint64_t v, uint64_t out[32]) {
 
 void *ft_emu_dyn_smem(void) { return S.smem; }
 
-static void fiber_main(void) {
-    S.fn(S.closure);
+/* The end of one emulated thread. */
+static void thread_done(void) {
     S.cur->state = F_DONE;
     S.live--;
     S.progress++;
     block_barrier_check(); /* exited threads no longer hold a __syncthreads back */
+}
+
+#ifdef EMU_UCONTEXT_ONLY
+static void fiber_main(void) {
+    S.fn(S.closure);
+    thread_done();
     /* returning resumes uc_link: the scheduler */
 }
+#else
+/* A worker never returns: it runs the thread it was handed, parks, and is
+ * resumed for the next one (S.cur names it each time). */
+static void fiber_main(void) {
+    for (;;) {
+        S.fn(S.closure);
+        thread_done();
+        yield();
+    }
+}
+#endif
 
 static void ensure_init(size_t smem) {
     if (!S.fibers) {
@@ -141,11 +182,27 @@ static void fiber_setup(unsigned i, dim3 grid, dim3 block, uint3 bid) {
     f->t.grid_dim = grid;
     f->t.lane = i % 32;
     f->t.warp = i / 32;
+#ifndef EMU_UCONTEXT_ONLY
+    if (f->started) return; /* a parked worker takes the new thread */
+#endif
     if (getcontext(&f->uc) != 0) emu_die("getcontext failed");
     f->uc.uc_stack.ss_sp = S.stacks + (size_t)i * FIBER_STACK;
     f->uc.uc_stack.ss_size = FIBER_STACK;
     f->uc.uc_link = &S.sched;
     makecontext(&f->uc, fiber_main, 0);
+}
+
+/* scheduler -> fiber f, back when it yields or ends its thread */
+static void resume(fiber *f) {
+#ifdef EMU_UCONTEXT_ONLY
+    if (swapcontext(&S.sched, &f->uc) != 0) emu_die("swapcontext failed");
+#else
+    if (_setjmp(S.sched_jb)) return;
+    if (f->started) _longjmp(f->jb, 1);
+    f->started = 1;
+    setcontext(&f->uc);
+    emu_die("setcontext failed");
+#endif
 }
 
 static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
@@ -163,7 +220,7 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
             if (f->state == F_DONE) continue;
             S.cur = f;
             ft_emu_self = &f->t;
-            if (swapcontext(&S.sched, &f->uc) != 0) emu_die("swapcontext failed");
+            resume(f);
         }
         if (S.live > 0 && S.progress == before)
             emu_die("a barrier or warp shuffle that not every thread reaches (a hang or "
