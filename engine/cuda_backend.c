@@ -227,6 +227,7 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     s->ctx = ctx;
     s->device = ctx->device_index;
     s->allow_tf32 = env_flag("FT_ALLOW_TF32");
+    s->fast_gelu = env_flag("FT_FAST_GELU");
 
     CU_TRY(ctx, cudaSetDevice(s->device));
     struct cudaDeviceProp prop;

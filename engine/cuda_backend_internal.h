@@ -63,6 +63,7 @@ typedef struct ft_cuda_state {
     void *lt_ws;
     size_t lt_ws_size;
     int allow_tf32; /* FT_ALLOW_TF32=1 or ft_cuda_set_allow_tf32() */
+    int fast_gelu;  /* FT_FAST_GELU=1: exact GELU after a GEMM may use cuBLASLt's tanh epilogue */
 
     /* device frees asked for while the stream was capturing, done afterwards */
     void **deferred;

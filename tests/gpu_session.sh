@@ -50,6 +50,9 @@ bench)
         done
         run env FT_DISABLE_CUDA_GRAPHS=1 "$TOOL" bench "$model" --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
     done
+    # what exact GELU costs (one launch per FFN) and the previous attention kernel
+    run env FT_FAST_GELU=1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
+    run env FT_ATTN_KERNEL=v1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
     for mode in eager graph static; do
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp32 --batch 1 --iters 200 --warmup 20
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5

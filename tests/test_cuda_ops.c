@@ -442,6 +442,55 @@ static void test_gemm_plan_cache(void) {
     ft_arena_release_to(gpu, mark);
 }
 
+/* linear + exact GELU on ctx, host in and out (x [17,129], w [65,129], b [65]) */
+static int linear_gelu(ft_ctx *ctx, int act, const float *x, const float *w, const float *b, float *y) {
+    int64_t xs[2] = {17, 129}, ws[2] = {65, 129}, bs[1] = {65};
+    int64_t mark = ft_arena_mark(ctx);
+    ft_tensor *in[3] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, xs, x),
+                        ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, ws, w),
+                        ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, b)};
+    ft_params_linear p = {act};
+    ft_tensor *o = in[0] && in[1] && in[2] ? ft_dispatch(ctx, FT_OP_LINEAR, in, 3, &p, sizeof p) : NULL;
+    int ok = o && ft_tensor_to_host(ctx, o, FT_DTYPE_F32, y, 17 * 65 * sizeof(float)) == FT_OK;
+    ft_arena_release_to(ctx, mark);
+    return ok;
+}
+
+/* FT_FAST_GELU=1 lets an exact GELU after a GEMM run as cuBLASLt's tanh epilogue:
+ * the result then equals the tanh form, not the exact one (they differ by up to
+ * 4.7e-4, far above f32 GEMM noise); without it the exact form stays. */
+static void test_fast_gelu_epilogue(void) {
+    if (!have_gpu) {
+        SKIP("no CUDA device");
+        return;
+    }
+    static float x[17 * 129], w[65 * 129], b[65], fast[17 * 65], exact[17 * 65], ref_erf[17 * 65],
+        ref_tanh[17 * 65];
+    for (int i = 0; i < 17 * 129; i++) x[i] = (float)(rng_unit() * 2.0 - 1.0);
+    for (int i = 0; i < 65 * 129; i++) w[i] = (float)(rng_unit() * 0.3 - 0.15);
+    for (int i = 0; i < 65; i++) b[i] = (float)(rng_unit() - 0.5);
+    setenv("FT_FAST_GELU", "1", 1);
+    ft_ctx *gf = NULL;
+    ft_status st = ft_ctx_create(FT_DEVICE_CUDA, &gf);
+    unsetenv("FT_FAST_GELU");
+    CHECK(st == FT_OK, "CUDA context with FT_FAST_GELU=1: %s", ft_status_str(st));
+    if (st != FT_OK) return;
+    int ok = linear_gelu(gf, FT_ACT_GELU, x, w, b, fast) && linear_gelu(gpu, FT_ACT_GELU, x, w, b, exact) &&
+             linear_gelu(cpu, FT_ACT_GELU, x, w, b, ref_erf) &&
+             linear_gelu(cpu, FT_ACT_GELU_TANH, x, w, b, ref_tanh);
+    CHECK(ok, "linear+gelu: %s / %s", ft_ctx_errmsg(gf), ft_ctx_errmsg(gpu));
+    double d_fast_tanh = 0, d_fast_erf = 0, d_exact_erf = 0;
+    for (int i = 0; ok && i < 17 * 65; i++) {
+        d_fast_tanh = fmax(d_fast_tanh, fabs(fast[i] - ref_tanh[i]));
+        d_fast_erf = fmax(d_fast_erf, fabs(fast[i] - ref_erf[i]));
+        d_exact_erf = fmax(d_exact_erf, fabs(exact[i] - ref_erf[i]));
+    }
+    CHECK(!ok || (d_fast_tanh < 2e-5 && d_fast_erf > 5e-5), "FT_FAST_GELU: %.3g from tanh GELU, %.3g from exact",
+          d_fast_tanh, d_fast_erf);
+    CHECK(!ok || d_exact_erf < 2e-5, "exact GELU epilogue: %.3g from the reference", d_exact_erf);
+    ft_ctx_free(gf);
+}
+
 static void test_alloc_refused_in_capture(void) {
     if (!have_gpu) {
         SKIP("no CUDA device");
@@ -487,6 +536,7 @@ int main(void) {
 #ifdef FT_WITH_CUDA
     RUN(test_gemm_plan_cache);
     RUN(test_alloc_refused_in_capture);
+    RUN(test_fast_gelu_epilogue);
 #endif
 #define OP_RUN(name, arr) RUN(test_op_##name);
     OP_TESTS(OP_RUN)
