@@ -264,6 +264,12 @@ static ft_tensor *b_attention(ft_ctx *c, ft_tensor **in, int v) {
     switch (v) {
     case 0: return ft_attention(c, in[0], in[1], in[2], in[3], sc);
     case 1: return ft_attention(c, in[0], in[1], in[2], NULL, sc);
+    case 3: /* a view one element into each row: row starts not 16-byte aligned */
+        return ft_attention(c, ft_slice(c, in[0], 3, 1, in[0]->ne[3] - 1),
+                            ft_slice(c, in[1], 3, 1, in[1]->ne[3] - 1),
+                            ft_slice(c, in[2], 3, 1, in[2]->ne[3] - 1), in[3], sc);
+    case 4: /* a mask whose last query row is all -inf: that row is NaN */
+        return ft_attention(c, in[0], in[1], in[2], ft_pad(c, in[3], 2, 0, 1, -INFINITY), sc);
     default: { /* q/k/v as the model makes them: [B,S,H,D] viewed as [B,H,S,D] */
         int perm[4] = {0, 2, 1, 3};
         return ft_attention(c, ft_permute(c, in[0], perm), ft_permute(c, in[1], perm),
@@ -284,6 +290,16 @@ static const op_case cases_attention[] = {
      {I(4, 1, 2, 17, 16), I(4, 1, 2, 33, 16), I(4, 1, 2, 33, 16), IM(2, 17, 33)}, 0},
     {"attention permuted", b_attention, 2, 4,
      {I(4, 2, 17, 3, 32), I(4, 2, 17, 3, 32), I(4, 2, 17, 3, 32), IM(4, 2, 1, 1, 17)}, 0},
+    /* the head-dim 128 kernel (32-key tiles) with a narrower v, 16-byte loads */
+    {"attention d128", b_attention, 0, 4,
+     {I(4, 1, 2, 33, 128), I(4, 1, 2, 70, 128), I(4, 1, 2, 70, 96), IM(4, 1, 1, 1, 70)}, 0},
+    /* misaligned rows (the one-element loads), head dim 25, 65 keys: a 1-key tail tile */
+    {"attention unaligned", b_attention, 3, 4,
+     {I(4, 2, 3, 17, 26), I(4, 2, 3, 65, 26), I(4, 2, 3, 65, 26), IM(4, 2, 1, 1, 65)}, 0},
+    {"attention unaligned d128", b_attention, 3, 4,
+     {I(4, 1, 2, 9, 122), I(4, 1, 2, 40, 122), I(4, 1, 2, 40, 122), IM(4, 1, 1, 9, 40)}, 0},
+    {"attention masked row", b_attention, 4, 4,
+     {I(4, 1, 2, 17, 64), I(4, 1, 2, 80, 64), I(4, 1, 2, 80, 64), IM(4, 1, 1, 16, 80)}, 0},
 };
 
 /* ---- convolutions and pooling ---- */

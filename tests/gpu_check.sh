@@ -57,8 +57,11 @@ want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # the build always runs (a no-op when up to date): every later step needs it
 step "build sm_$cap" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all
-want test && step "make test" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" test
-want sanitize && make -j"$J" CUDA_ARCH="$cap" BUILD="$B" test-bins >/dev/null 2>&1
+# EMU=0: the host emulator's rerun of the CUDA tests adds nothing where a GPU is
+want test && step "make test" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 test
+# the first fused attention kernel, kept for A/B timing, must stay correct too
+want test && step "attention v1" env FT_ATTN_KERNEL=v1 FT_TEST_FILTER=attention "$B/tests/test_cuda_ops"
+want sanitize && make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 test-bins >/dev/null 2>&1
 
 # the op test whole; of the model tests only their CUDA tests (FT_TEST_FILTER=cuda),
 # whose CPU halves already ran in `make test` and gain nothing from the sanitizer
@@ -92,6 +95,7 @@ else
 fi
 
 want kbench && step "kernel bench" make CUDA_ARCH="$cap" BUILD="$B" kernel-bench
+want kbench && step "kernel bench, attention v1" env FT_ATTN_KERNEL=v1 "$B/bench/kernels/kernel_bench"
 
 echo
 echo "gpu-check summary ($name, sm_$cap):$summary"

@@ -4,16 +4,24 @@
  * path and models that call ft_softmax).
  *
  * Attention is flash-style: one block per (batch, head, tile of 16 query
- * rows), four warps of four rows each; key/value tiles of 32 rows are staged
- * in shared memory as f32 and an online softmax (running max and sum, f32)
- * keeps the scores out of device memory, so any key length works. Head dims
- * up to 128 (q/k and v); beyond that the op reports FT_ERR_UNSUPPORTED.
- * q/k/v need a unit stride in the last dim (the op API copies otherwise); all
- * other strides are free. The mask is f32, broadcast with any strides (0 too).
+ * rows), four warps of four rows each; key/value tiles are staged in shared
+ * memory as f32 and an online softmax (running max and sum, f32) keeps the
+ * scores out of device memory, so any key length works. Head dims up to 128
+ * (q/k and v); beyond that the op reports FT_ERR_UNSUPPORTED. q/k/v need a
+ * unit stride in the last dim (the op API copies otherwise); all other strides
+ * are free. The mask is f32, broadcast with any strides (0 too).
+ *
+ * Two kernels: v2 (attention_kernel, the default: 64-key tiles, float4 shared
+ * reads, 16-byte pipelined tile loads where aligned; see above it) and v1
+ * (attention_v1_kernel, the first one), which FT_ATTN_KERNEL=v1 selects so the
+ * two can be timed against each other on a GPU.
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <type_traits>
 
 #include "cuda_common.cuh"
 
@@ -186,7 +194,7 @@ FT_CUDA_KERNEL(softmax) {
 
 #define AT_WARPS 4
 #define AT_ROWS 4 /* query rows per warp */
-#define AT_KT 32  /* keys per shared-memory tile: one per lane when scoring */
+#define AT_THREADS (32 * AT_WARPS)
 
 struct at_params {
     int64_t B, H, Sq, Sk, D, Dv;
@@ -196,18 +204,22 @@ struct at_params {
     float scale;
 };
 
-template <int DPL> constexpr int at_smem_floats() {
-    return AT_KT * (32 * DPL + 1) + AT_KT * 32 * DPL + AT_WARPS * AT_ROWS * 32 * DPL;
+/* ---- v1: the first kernel, kept for A/B timing (FT_ATTN_KERNEL=v1) ---- */
+
+#define AT1_KT 32 /* keys per shared-memory tile: one per lane when scoring */
+
+template <int DPL> constexpr int at1_smem_floats() {
+    return AT1_KT * (32 * DPL + 1) + AT1_KT * 32 * DPL + AT_WARPS * AT_ROWS * 32 * DPL;
 }
 
 template <typename T, int DPL>
-__global__ void __launch_bounds__(32 * AT_WARPS)
-attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
+__global__ void __launch_bounds__(AT_THREADS)
+attention_v1_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
     constexpr int DM = 32 * DPL; /* head dims held per row: lane + 32 * i */
     FT_DYN_SMEM(float, at_smem);
     float *Ks = at_smem;                      /* [KT][DM + 1], padded: lane j reads row j */
-    float *Vs = Ks + AT_KT * (DM + 1);        /* [KT][DM] */
-    float *Qs = Vs + AT_KT * DM;              /* [WARPS][ROWS][DM] */
+    float *Vs = Ks + AT1_KT * (DM + 1);       /* [KT][DM] */
+    float *Qs = Vs + AT1_KT * DM;             /* [WARPS][ROWS][DM] */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t b = blockIdx.z, h = blockIdx.y;
@@ -235,9 +247,9 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
         for (int i = 0; i < DPL; i++) acc[r][i] = 0.0f;
     }
 
-    for (int64_t kt0 = 0; kt0 < p.Sk; kt0 += AT_KT) {
+    for (int64_t kt0 = 0; kt0 < p.Sk; kt0 += AT1_KT) {
         __syncthreads(); /* the previous tile has been consumed (and Qs is written) */
-        for (int idx = threadIdx.x; idx < AT_KT * DM; idx += blockDim.x) {
+        for (int idx = threadIdx.x; idx < AT1_KT * DM; idx += blockDim.x) {
             int j = idx / DM, d = idx % DM;
             int64_t kj = kt0 + j;
             bool in = kj < p.Sk;
@@ -278,7 +290,7 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
         }
 
         /* acc += p v over this tile's keys (p broadcast from the lane that owns it) */
-        int nk = p.Sk - kt0 < AT_KT ? (int)(p.Sk - kt0) : AT_KT;
+        int nk = p.Sk - kt0 < AT1_KT ? (int)(p.Sk - kt0) : AT1_KT;
         for (int j = 0; j < nk; j++) {
             float vv[DPL];
 #pragma unroll
@@ -307,7 +319,292 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
     }
 }
 
+/* ---- v2: the default ----
+ *
+ * Same blocks as v1 (16 query rows, 4 warps of 4 rows, online softmax in f32),
+ * reworked so that each shared-memory load feeds several FMAs and the tile
+ * loads overlap the math:
+ *  - tiles of 64 keys (32 for head dims over 64, to stay in 48 KB): each lane
+ *    scores 2 keys, so the per-tile max reduction and barriers are halved;
+ *  - scores read K as float4 from rows padded to DM + 4 floats (the 8 lanes of
+ *    a quarter-warp hit distinct banks) and Q as float4 broadcasts: per 4 dims,
+ *    2 + 4 loads feed 32 FMAs (v1 as compiled: 4 + 4 loads per 16 FMAs, plus
+ *    loop overhead, as its d loop has a run-time trip count);
+ *  - PV: each lane owns 4 consecutive output dims of a group of DM / 4 lanes;
+ *    the 32 / (DM / 4) groups take different keys and are summed once at the
+ *    end. Probabilities go through a per-warp shared row and are read as
+ *    float4 broadcasts: per key 1 V load + 1 p load (4 rows) for 16 FMAs
+ *    (v1: 2 V loads + 4 shuffles for 8 FMAs);
+ *  - the softmax denominator is kept per lane and reduced once at the end
+ *    (the per-tile correction factor is warp-uniform, so this is exact up to
+ *    summation order);
+ *  - K/V tiles are loaded with compile-time trip counts into registers (16
+ *    bytes per load when every row start is 16-byte aligned, checked at launch;
+ *    one element per load otherwise), all loads of a tile issued before any
+ *    shared store, and the next tile's loads (and its mask values) are issued
+ *    before this tile's math, so only the first tile's load latency shows.
+ * Head dims are padded with zeros to DM (32, 64 or 128) in shared memory, so
+ * every inner loop has a compile-time trip count.
+ */
+
+/* keys per tile: 64 while K, V, Q and P fit 48 KB, 32 for head dims over 64 */
+template <int DM> __host__ __device__ constexpr int at_kt() { return DM <= 64 ? 64 : 32; }
+
+template <int DM> constexpr int at_smem_floats() {
+    return at_kt<DM>() * (DM + 4)            /* Ks [KT][DM + 4] */
+           + at_kt<DM>() * DM                /* Vs [KT][DM] */
+           + AT_WARPS * AT_ROWS * DM         /* Qs [WARPS * ROWS][DM] */
+           + AT_WARPS * AT_ROWS * at_kt<DM>(); /* Ps [WARPS][ROWS][KT] */
+}
+
+/* A tile of ROWS rows x DM columns (row r at src + r * rs; rows >= nrows and
+ * columns >= ncols read as 0) moved to f32 shared memory in two steps, so that
+ * all of a thread's loads are in flight before the first store: load() into
+ * registers, store() into shared rows of stride ld floats. VEC: 16 bytes per
+ * load, which needs src, rs * sizeof(T) and ncols * sizeof(T) multiples of 16
+ * (the launcher checks); otherwise one element per load. */
+template <typename T, bool VEC, int ROWS, int DM> struct at_tile {
+    static constexpr int W = VEC ? 16 / (int)sizeof(T) : 1; /* elements per load */
+    static constexpr int CPR = DM / W;                       /* loads per row */
+    static constexpr int TOTAL = ROWS * CPR;
+    static constexpr int N = (TOTAL + AT_THREADS - 1) / AT_THREADS; /* loads per thread */
+    typename std::conditional<VEC, uint4, float>::type raw[N];
+
+    __device__ __forceinline__ void load(const T *src, int64_t rs, int64_t nrows, int ncols) {
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const int idx = threadIdx.x + i * AT_THREADS, r = idx / CPR, c = (idx % CPR) * W;
+            const bool in = (TOTAL % AT_THREADS == 0 || idx < TOTAL) && r < nrows && c < ncols;
+            if constexpr (VEC)
+                raw[i] = in ? *(const uint4 *)(src + r * rs + c) : make_uint4(0, 0, 0, 0);
+            else
+                raw[i] = in ? ft_ld(src + r * rs + c) : 0.0f;
+        }
+    }
+    __device__ __forceinline__ void store(float *dst, int ld) const {
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const int idx = threadIdx.x + i * AT_THREADS, r = idx / CPR, c = (idx % CPR) * W;
+            if (TOTAL % AT_THREADS != 0 && idx >= TOTAL) break;
+            float *d = dst + r * ld + c;
+            if constexpr (VEC) {
+                const T *e = (const T *)&raw[i];
+#pragma unroll
+                for (int j = 0; j < W; j += 4) {
+                    const T *f = e + j;
+                    *(float4 *)(d + j) =
+                        make_float4(ft_ld(f), ft_ld(f + 1), ft_ld(f + 2), ft_ld(f + 3));
+                }
+            } else {
+                *d = raw[i];
+            }
+        }
+    }
+};
+
+/* This lane's mask values for keys kt0 + lane + 32 * kk of the warp's rows from
+ * q0 (0 without a mask, and for rows or keys out of range). */
+template <int KPL>
+__device__ __forceinline__ void at_load_mask(float (&mv)[AT_ROWS][KPL], const float *mbh,
+                                             const at_params &p, int64_t q0, int64_t kt0,
+                                             int lane) {
+#pragma unroll
+    for (int r = 0; r < AT_ROWS; r++)
+#pragma unroll
+        for (int kk = 0; kk < KPL; kk++) {
+            const int64_t qi = q0 + r, kj = kt0 + lane + 32 * kk;
+            mv[r][kk] = (mbh && qi < p.Sq && kj < p.Sk) ? mbh[qi * p.mq + kj * p.mk] : 0.0f;
+        }
+}
+
+__device__ __forceinline__ float at_f4(const float4 &v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <typename T, int DM, bool VEC>
+__global__ void __launch_bounds__(AT_THREADS)
+attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
+    constexpr int KT = at_kt<DM>();
+    constexpr int KPL = KT / 32; /* keys scored per lane */
+    constexpr int KLD = DM + 4;  /* K row stride: a quarter-warp's float4 reads on distinct banks */
+    constexpr int G = DM / 4;    /* lanes per PV group, 4 output dims each */
+    constexpr int NG = 32 / G;   /* PV groups: group g takes keys 4g..4g+3 of every 4 * NG */
+    constexpr int R = AT_ROWS;
+    FT_DYN_SMEM(float, at_smem);
+    float *Ks = at_smem;                /* [KT][KLD] */
+    float *Vs = Ks + KT * KLD;          /* [KT][DM] */
+    float *Qs = Vs + KT * DM;           /* [WARPS * R][DM] */
+    float *Ps = Qs + AT_WARPS * R * DM; /* [WARPS][R][KT] */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane / G, gl = lane % G;
+    const int64_t b = blockIdx.z, h = blockIdx.y;
+    const int64_t qblk = (int64_t)blockIdx.x * (AT_WARPS * R), q0 = qblk + warp * R;
+    const T *kbh = k + b * p.kb + h * p.kh;
+    const T *vbh = v + b * p.vb + h * p.vh;
+    const float *mbh = mask ? mask + b * p.mb + h * p.mh : nullptr;
+    const int D = (int)p.D, Dv = (int)p.Dv;
+    const float *qw = Qs + warp * R * DM;
+    float *pw = Ps + warp * R * KT;
+
+    /* the block's query rows, the first K/V tile and its mask values all in
+     * flight at once; the first barrier of the loop publishes Qs */
+    at_tile<T, VEC, AT_WARPS * R, DM> qt;
+    qt.load(q + b * p.qb + h * p.qh + qblk * p.qs, p.qs, p.Sq - qblk, D);
+    at_tile<T, VEC, KT, DM> kn, vn; /* the next K/V tile, in flight in registers */
+    kn.load(kbh, p.ks, p.Sk, D);
+    vn.load(vbh, p.vs, p.Sk, Dv);
+    float mn[R][KPL]; /* the next tile's mask values */
+    at_load_mask(mn, mbh, p, q0, 0, lane);
+    qt.store(Qs, DM);
+
+    float m[R], l[R], acc[R][4];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f; /* this lane's share of the denominator, at the running max m */
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[r][i] = 0.0f;
+    }
+
+    for (int64_t kt0 = 0; kt0 < p.Sk; kt0 += KT) {
+        __syncthreads(); /* the previous tile has been consumed */
+        kn.store(Ks, KLD);
+        vn.store(Vs, DM);
+        float mv[R][KPL];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int kk = 0; kk < KPL; kk++) mv[r][kk] = mn[r][kk];
+        __syncthreads();
+        const int64_t nxt = kt0 + KT;
+        if (nxt < p.Sk) { /* block-uniform: the next tile's loads fly during this tile's math */
+            kn.load(kbh + nxt * p.ks, p.ks, p.Sk - nxt, D);
+            vn.load(vbh + nxt * p.vs, p.vs, p.Sk - nxt, Dv);
+            at_load_mask(mn, mbh, p, q0, nxt, lane);
+        }
+
+        /* scores: lane scores keys lane + 32 * kk of the tile against the warp's rows,
+         * summing over d in order as v1 and the CPU reference do */
+        float s[R][KPL];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int kk = 0; kk < KPL; kk++) s[r][kk] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < DM; c += 4) {
+            float4 kv[KPL];
+#pragma unroll
+            for (int kk = 0; kk < KPL; kk++)
+                kv[kk] = *(const float4 *)(Ks + (lane + 32 * kk) * KLD + c);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float4 qv = *(const float4 *)(qw + r * DM + c);
+#pragma unroll
+                for (int kk = 0; kk < KPL; kk++) {
+                    float a = s[r][kk];
+                    a += qv.x * kv[kk].x;
+                    a += qv.y * kv[kk].y;
+                    a += qv.z * kv[kk].z;
+                    a += qv.w * kv[kk].w;
+                    s[r][kk] = a;
+                }
+            }
+        }
+
+        /* online softmax; the probabilities go to the warp's P rows */
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float sc[KPL], tmax = -INFINITY;
+#pragma unroll
+            for (int kk = 0; kk < KPL; kk++) {
+                sc[kk] = kt0 + lane + 32 * kk < p.Sk ? s[r][kk] * p.scale + mv[r][kk] : -INFINITY;
+                tmax = fmaxf(tmax, sc[kk]);
+            }
+            const float mnew = fmaxf(m[r], at_warp_max(tmax));
+            /* a row masked to -inf so far keeps contributing nothing, not NaN */
+            const float msafe = mnew == -INFINITY ? 0.0f : mnew;
+            const float corr = expf(m[r] - msafe);
+            float ps = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < KPL; kk++) {
+                const float pj = expf(sc[kk] - msafe);
+                ps += pj;
+                pw[r * KT + lane + 32 * kk] = pj;
+            }
+            l[r] = l[r] * corr + ps;
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[r][i] *= corr;
+            m[r] = mnew;
+        }
+        __syncwarp(); /* P rows written by every lane of the warp */
+
+        /* acc += p v: group g takes keys j0 + 4g .. j0 + 4g + 3; keys past Sk have
+         * p = 0 and zero V rows */
+        const int nk = p.Sk - kt0 < KT ? (int)(p.Sk - kt0) : KT;
+#pragma unroll
+        for (int j0 = 0; j0 < KT; j0 += 4 * NG) {
+            if (j0 >= nk) break;
+            const int jb = j0 + 4 * g;
+            float4 p4[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) p4[r] = *(const float4 *)(pw + r * KT + jb);
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const float4 vv = *(const float4 *)(Vs + (jb + u) * DM + 4 * gl);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float pj = at_f4(p4[r], u);
+                    acc[r][0] += pj * vv.x;
+                    acc[r][1] += pj * vv.y;
+                    acc[r][2] += pj * vv.z;
+                    acc[r][3] += pj * vv.w;
+                }
+            }
+        }
+        /* Ps is rewritten only after the next tile's first barrier */
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float lsum = at_warp_sum(l[r]);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int o = G; o < 32; o <<= 1)
+                acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
+        const int64_t qi = q0 + r;
+        /* every group holds the sums now: the groups take turns writing rows */
+        if (qi >= p.Sq || g != r % NG) continue;
+        /* every key masked: NaN, as the softmax op, the CPU reference and PyTorch */
+        const float inv = lsum > 0.0f ? 1.0f / lsum : __int_as_float(0x7fc00000);
+        T *o = out + b * p.ob + h * p.oh + qi * p.os;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int d = 4 * gl + i;
+            if (d < Dv) ft_st(o + d, acc[r][i] * inv);
+        }
+    }
+}
+
 namespace {
+/* FT_ATTN_KERNEL=v1 runs the first kernel instead (read once per process) */
+bool at_use_v1() {
+    static const bool v1 = [] {
+        const char *e = getenv("FT_ATTN_KERNEL");
+        return e && strcmp(e, "v1") == 0;
+    }();
+    return v1;
+}
+
+/* Rows of n elements at ptr + i * strides all start 16-byte aligned and end on a
+ * 16-byte boundary: the condition of at_tile's 16-byte loads. */
+bool at_rows_aligned16(const void *ptr, int64_t n, int64_t s0, int64_t s1, int64_t s2, size_t es) {
+    const int64_t e = (int64_t)es;
+    return (uintptr_t)ptr % 16 == 0 && n * e % 16 == 0 && s0 * e % 16 == 0 && s1 * e % 16 == 0 &&
+           s2 * e % 16 == 0;
+}
+
 struct attention_run {
     ft_ctx *ctx;
     ft_tensor *dst;
@@ -315,23 +612,45 @@ struct attention_run {
     const float *mask;
     at_params p;
 
-    template <typename T, int DPL> int launch() {
-        size_t smem = (size_t)at_smem_floats<DPL>() * sizeof(float);
+    dim3 grid() const {
+        unsigned row_blocks = (unsigned)((p.Sq + AT_WARPS * AT_ROWS - 1) / (AT_WARPS * AT_ROWS));
+        return dim3(row_blocks, (unsigned)p.H, (unsigned)p.B);
+    }
+    template <typename T, int DPL> int launch_v1() {
+        size_t smem = (size_t)at1_smem_floats<DPL>() * sizeof(float);
+        static_assert(at1_smem_floats<DPL>() * sizeof(float) <= 48 * 1024, "attention v1 smem");
+        FT_LAUNCH(grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_v1_kernel<T, DPL>)(
+            (T *)dst->data, (const T *)q->data, (const T *)k->data, (const T *)v->data, mask, p);
+        FT_CUDA_LAUNCH_CHECK(ctx, "attention (v1)");
+        return FT_OK;
+    }
+    template <typename T, int DM, bool VEC> int launch() {
+        size_t smem = (size_t)at_smem_floats<DM>() * sizeof(float);
         /* sizes stay under the default 48 KB dynamic limit: no attribute call,
          * so nothing to do before a CUDA graph capture */
-        static_assert(at_smem_floats<DPL>() * sizeof(float) <= 48 * 1024, "attention smem");
-        dim3 grid((unsigned)((p.Sq + AT_WARPS * AT_ROWS - 1) / (AT_WARPS * AT_ROWS)), (unsigned)p.H,
-                  (unsigned)p.B);
-        FT_LAUNCH(grid, 32 * AT_WARPS, smem, ft_cuda_stream(ctx), attention_kernel<T, DPL>)(
+        static_assert(at_smem_floats<DM>() * sizeof(float) <= 48 * 1024, "attention smem");
+        FT_LAUNCH(grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_kernel<T, DM, VEC>)(
             (T *)dst->data, (const T *)q->data, (const T *)k->data, (const T *)v->data, mask, p);
         FT_CUDA_LAUNCH_CHECK(ctx, "attention");
         return FT_OK;
     }
+    template <typename T, int DM> int pick_io() {
+        const size_t es = sizeof(T);
+        bool vec = at_rows_aligned16(q->data, p.D, p.qb, p.qh, p.qs, es) &&
+                   at_rows_aligned16(k->data, p.D, p.kb, p.kh, p.ks, es) &&
+                   at_rows_aligned16(v->data, p.Dv, p.vb, p.vh, p.vs, es);
+        return vec ? launch<T, DM, true>() : launch<T, DM, false>();
+    }
     template <typename T> int run() {
         int64_t dm = p.D > p.Dv ? p.D : p.Dv;
-        if (dm <= 32) return launch<T, 1>();
-        if (dm <= 64) return launch<T, 2>();
-        return launch<T, 4>();
+        if (at_use_v1()) {
+            if (dm <= 32) return launch_v1<T, 1>();
+            if (dm <= 64) return launch_v1<T, 2>();
+            return launch_v1<T, 4>();
+        }
+        if (dm <= 32) return pick_io<T, 32>();
+        if (dm <= 64) return pick_io<T, 64>();
+        return pick_io<T, 128>();
     }
 };
 } // namespace
