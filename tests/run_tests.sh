@@ -11,13 +11,15 @@ for bin in "$@"; do
     */emu/tests/*)
         # the CUDA tests again, on the host emulator of the device (tests/emu/):
         # whole programs where every test touches CUDA, else the tests named *cuda*
+        order=forward
         case "$name" in
         test_cuda_ops | test_funnel_factorized) f=${FT_TEST_FILTER:-} ;;
+        *_random) f=${FT_TEST_FILTER:-}; order=random ;;
         *) f=${FT_TEST_FILTER:-cuda} ;;
         esac
         name="$name [CUDA emulated on the host]"
         echo "== $name"
-        FT_TEST_FILTER=$f "$bin" >"$log" 2>&1 ;;
+        FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1 ;;
     *)
         echo "== $name"
         "$bin" >"$log" 2>&1 ;;

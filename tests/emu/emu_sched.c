@@ -9,6 +9,11 @@
  * Dynamic shared memory is filled with 0xFF (NaN as f32/f16/bf16) at every
  * block start, so a kernel that reads shared memory it never wrote shows it.
  *
+ * Order: FT_EMU_ORDER=reverse runs the threads of each round, and the blocks,
+ * last first; =random shuffles the threads of every round (FT_EMU_SEED). A
+ * kernel whose result changes with the order has a race a GPU may show one day
+ * (a thread reading what another wrote without a barrier between them).
+ *
  * Speed: each stack slot holds one worker fiber for the whole process, entered
  * once through ucontext and from then on switched with _setjmp/_longjmp, which
  * (unlike swapcontext) make no system call; a worker runs one emulated thread,
@@ -70,6 +75,9 @@ static struct {
     size_t smem_cap;
     const char *name;
     fiber *cur;
+    int order;                /* 0 forward, 1 reverse, 2 random */
+    uint64_t rng;
+    unsigned perm[MAX_THREADS];
 } S;
 
 ft_emu_thread *ft_emu_self;
@@ -205,6 +213,29 @@ static void resume(fiber *f) {
 #endif
 }
 
+static void read_order(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    const char *o = getenv("FT_EMU_ORDER"), *seed = getenv("FT_EMU_SEED");
+    S.order = o && !strcmp(o, "reverse") ? 1 : (o && !strcmp(o, "random") ? 2 : 0);
+    S.rng = seed ? strtoull(seed, NULL, 10) * 2654435761u + 1 : 88172645463325252ull;
+}
+
+/* the order of this round's visits: S.perm[0..nt) */
+static void round_order(unsigned nt) {
+    for (unsigned i = 0; i < nt; i++) S.perm[i] = S.order == 1 ? nt - 1 - i : i;
+    if (S.order != 2) return;
+    for (unsigned i = nt - 1; i > 0; i--) { /* Fisher-Yates with xorshift64 */
+        S.rng ^= S.rng << 13;
+        S.rng ^= S.rng >> 7;
+        S.rng ^= S.rng << 17;
+        unsigned j = (unsigned)(S.rng % (i + 1)), t = S.perm[i];
+        S.perm[i] = S.perm[j];
+        S.perm[j] = t;
+    }
+}
+
 static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
     unsigned nt = block.x * block.y * block.z;
     S.n = (int)nt;
@@ -215,8 +246,9 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
     for (unsigned i = 0; i < nt; i++) fiber_setup(i, grid, block, bid);
     while (S.live > 0) {
         unsigned long before = S.progress;
+        round_order(nt);
         for (unsigned i = 0; i < nt; i++) {
-            fiber *f = &S.fibers[i];
+            fiber *f = &S.fibers[S.perm[i]];
             if (f->state == F_DONE) continue;
             S.cur = f;
             ft_emu_self = &f->t;
@@ -239,15 +271,16 @@ void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(v
     unsigned nt = block.x * block.y * block.z;
     if (nt == 0 || nt > MAX_THREADS) emu_die("bad block size (the launcher should have refused it)");
     ensure_init(dyn_smem);
+    read_order();
     S.fn = thread_fn;
     S.closure = closure;
     S.name = name;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                uint3 bid = {x, y, z};
-                run_block(grid, block, bid, dyn_smem);
-            }
+    uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
+    for (uint64_t i = 0; i < nb; i++) {
+        uint64_t l = S.order ? nb - 1 - i : i; /* blocks must not depend on each other either */
+        uint3 bid = {(unsigned)(l % grid.x), (unsigned)(l / grid.x % grid.y), (unsigned)(l / grid.x / grid.y)};
+        run_block(grid, block, bid, dyn_smem);
+    }
     S.name = NULL;
     pthread_mutex_unlock(&grid_lock);
 }
