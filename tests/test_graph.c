@@ -300,9 +300,22 @@ static void test_planner(void) {
 
 /* ---- tests that run kernels ---- */
 
-static void compare_modes(int64_t B, int64_t S) {
+/* 0 with a context on dev in *ctx; 1 (after SKIP) where dev has no device */
+static int open_ctx(ft_device dev, ft_ctx **ctx) {
+    *ctx = NULL;
+    if (dev == FT_DEVICE_CUDA && ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return 1;
+    }
+    CHECK_OK(*ctx, ft_ctx_create(dev, ctx));
+    return *ctx == NULL;
+}
+
+static void compare_modes(ft_device dev, int64_t B, int64_t S) {
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (open_ctx(dev, &ctx)) return;
+    /* GEMMs on CUDA sum in another order than the unfused CPU-style chain */
+    double tol = dev == FT_DEVICE_CUDA ? 1e-4 : 1e-5;
     rng = 0x1234567;
     ft_model *me = toy_new(ctx, FT_MODE_EAGER);
     rng = 0x1234567;
@@ -326,7 +339,7 @@ static void compare_modes(int64_t B, int64_t S) {
         st = run_get(ms, ti.in, 2, outs[o], s, (size_t)n);
         CHECK(st == FT_OK, "static: %s", ft_ctx_errmsg(ctx));
         if (ft_ctx_status(ctx) != FT_OK) break;
-        CHECK(max_diff(e, gr, n) <= 1e-5, "%s graph vs eager: %g", outs[o], max_diff(e, gr, n));
+        CHECK(max_diff(e, gr, n) <= tol, "%s graph vs eager: %g", outs[o], max_diff(e, gr, n));
         CHECK(max_diff(gr, s, n) == 0, "%s static vs graph: %g", outs[o], max_diff(gr, s, n));
     }
     if (ft_ctx_status(ctx) == FT_OK) {
@@ -357,13 +370,17 @@ static void compare_modes(int64_t B, int64_t S) {
     ft_ctx_free(ctx);
 }
 
-static void test_modes_agree(void) { compare_modes(2, 7); }
-static void test_modes_agree_odd(void) { compare_modes(3, 5); }
+static void test_modes_agree(void) { compare_modes(FT_DEVICE_CPU, 2, 7); }
+static void test_modes_agree_odd(void) { compare_modes(FT_DEVICE_CPU, 3, 5); }
+/* every pass's fused op on the CUDA backend; static mode through CUDA Graphs */
+static void test_modes_agree_cuda(void) { compare_modes(FT_DEVICE_CUDA, 3, 5); }
 
-/* New values replay the plan; new shapes build new plans; the cache stays bounded. */
-static void test_cache_and_replay(void) {
+/* New values replay the plan; new shapes build new plans (on CUDA: capture new
+ * graphs, never launch a stale one); the cache stays bounded. */
+static void cache_and_replay(ft_device dev) {
     ft_ctx *ctx = NULL;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (open_ctx(dev, &ctx)) return;
+    double tol = dev == FT_DEVICE_CUDA ? 1e-4 : 1e-5;
     rng = 99;
     ft_model *me = toy_new(ctx, FT_MODE_EAGER);
     rng = 99;
@@ -383,7 +400,7 @@ static void test_cache_and_replay(void) {
         st = run_get(ms, ti.in, 2, "tail", s, (size_t)n);
         CHECK(st == FT_OK, "static round %d: %s", r, ft_ctx_errmsg(ctx));
         if (st != FT_OK) break;
-        CHECK(max_diff(e, s, n) <= 1e-5, "round %d [%lld,%lld]: %g", r, (long long)B, (long long)S,
+        CHECK(max_diff(e, s, n) <= tol, "round %d [%lld,%lld]: %g", r, (long long)B, (long long)S,
               max_diff(e, s, n));
         ft_tensor *t = ft_model_output_find(ms, "tail");
         CHECK(t && t->ne[0] == B && t->ne[1] == S, "output shape of a stale plan");
@@ -400,6 +417,9 @@ static void test_cache_and_replay(void) {
     ft_model_free(ms);
     ft_ctx_free(ctx);
 }
+
+static void test_cache_and_replay(void) { cache_and_replay(FT_DEVICE_CPU); }
+static void test_cache_and_replay_cuda(void) { cache_and_replay(FT_DEVICE_CUDA); }
 
 /* FT_DISABLE_FUSION=1 leaves only dead-node elimination. */
 static void test_disable_fusion_switch(void) {
@@ -504,5 +524,7 @@ int main(void) {
     RUN(test_modes_agree);
     RUN(test_modes_agree_odd);
     RUN(test_cache_and_replay);
+    RUN(test_modes_agree_cuda);
+    RUN(test_cache_and_replay_cuda);
     return ft_test_finish();
 }

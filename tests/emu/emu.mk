@@ -24,7 +24,7 @@ EMU_LIBS := -lm -lpthread -lstdc++
 
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \
-             test_resnet_wavlm test_graph_golden test_golden_variants test_oom
+             test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph
 # test_cuda_ops_random: the op test again with the threads of every round in a
 # random order (FT_EMU_ORDER=random), where an unsynchronised shared read shows
 EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_BUILD)/tests/test_cuda_ops_random
