@@ -37,6 +37,7 @@ typedef struct ft_gemm_plan {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
     cublasLtMatmulAlgo_t algo;
     int epi_fallback; /* the epilogue had no algorithm: bias and act run as a separate pass */
+    int no_algo;      /* cuBLASLt has no algorithm at all: the cuBLAS path, without asking again */
 } ft_gemm_plan;
 
 #define FT_GEMM_CACHE_SLOTS 512 /* power of two; a full table evicts by overwriting */

@@ -12,14 +12,21 @@ for bin in "$@"; do
         # the CUDA tests again, on the host emulator of the device (tests/emu/):
         # whole programs where every test touches CUDA, else the tests named *cuda*
         order=forward
+        nolt=
         case "$name" in
         test_cuda_ops | test_funnel_factorized) f=${FT_TEST_FILTER:-} ;;
         *_random) f=${FT_TEST_FILTER:-}; order=random ;;
+        *_noepi) f=${FT_TEST_FILTER:-}; nolt=epilogue ;;
+        *_nolt) f=${FT_TEST_FILTER:-}; nolt=all ;;
         *) f=${FT_TEST_FILTER:-cuda} ;;
         esac
         name="$name [CUDA emulated on the host]"
         echo "== $name"
-        FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1 ;;
+        if [ -n "$nolt" ]; then
+            FT_EMU_LT_NO_ALGO=$nolt FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
+        else
+            FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
+        fi ;;
     *)
         echo "== $name"
         "$bin" >"$log" 2>&1 ;;

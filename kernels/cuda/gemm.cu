@@ -237,7 +237,8 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
 
 /* The cached plan for key k (built on a miss). NULL with *st = FT_ERR_UNSUPPORTED
  * (nothing recorded) when cuBLASLt has no algorithm at all, so the caller can
- * take the cuBLAS path; NULL with the error recorded on a real failure. */
+ * take the cuBLAS path; that answer is cached too, as a heuristic query costs
+ * more than the GEMM at small sizes. NULL with the error recorded on a real failure. */
 static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k, const void *bias,
                               ft_status *st) {
     uint64_t h = key_hash(k);
@@ -247,7 +248,8 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
         ft_gemm_plan *p = &s->gemm_cache[(home + i) & (FT_GEMM_CACHE_SLOTS - 1)];
         if (p->used && !memcmp(&p->key, k, sizeof *k)) {
             s->gemm_cache_hits++;
-            return p;
+            if (p->no_algo) *st = FT_ERR_UNSUPPORTED;
+            return p->no_algo ? NULL : p;
         }
         if (!p->used && slot < 0) slot = (home + i) & (FT_GEMM_CACHE_SLOTS - 1);
     }
@@ -266,6 +268,10 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
     }
     if (*st != FT_OK) {
         plan_destroy(p);
+        if (*st == FT_ERR_UNSUPPORTED) {
+            p->key = *k;
+            p->used = p->no_algo = 1;
+        }
         return NULL;
     }
     p->key = *k;

@@ -25,9 +25,14 @@ EMU_LIBS := -lm -lpthread -lstdc++
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \
              test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph
-# test_cuda_ops_random: the op test again with the threads of every round in a
-# random order (FT_EMU_ORDER=random), where an unsynchronised shared read shows
-EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_BUILD)/tests/test_cuda_ops_random
+# the op test again (tests/run_tests.sh sets the switches from the name):
+# _random with the threads of every round in a random order (FT_EMU_ORDER=random),
+# where an unsynchronised shared read shows; _noepi and _nolt with the fake
+# cuBLASLt refusing fused epilogues / every GEMM (FT_EMU_LT_NO_ALGO), so the
+# engine's GEMM fallbacks (epilogue pass, classic cuBLAS) are checked too
+EMU_OPS_AGAIN := $(EMU_BUILD)/tests/test_cuda_ops_random $(EMU_BUILD)/tests/test_cuda_ops_noepi \
+                 $(EMU_BUILD)/tests/test_cuda_ops_nolt
+EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN)
 
 $(EMU_BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -44,7 +49,7 @@ $(EMU_BUILD)/tests/%: tests/%.c tests/ft_test.h $(EMU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(EMU_CPPFLAGS) -Itests $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
 $(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
-$(EMU_BUILD)/tests/test_cuda_ops_random: $(EMU_BUILD)/tests/test_cuda_ops
+$(EMU_OPS_AGAIN): $(EMU_BUILD)/tests/test_cuda_ops
 	cp $< $@
 
 # the tool on the emulator: dry runs of the GPU session's commands (tests/emu/dry_run.sh)

@@ -736,11 +736,12 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t des
     if (p->search != CUBLASLT_SEARCH_BEST_FIT || p->align[0] < es || p->align[1] < es ||
         p->align[2] < cs || p->align[3] < cs || (g.has_bias && d->bias && ptr_align(d->bias) < cs))
         return fail(UNSUPPORTED, fn, "search mode or alignments");
-    memset(&results[0], 0, sizeof results[0]);
-    results[0].algo = algo_make(d, &g, p);
-    results[0].state = CUBLAS_STATUS_SUCCESS;
-    results[0].wavesCount = 1.0f;
-    *returnAlgoCount = 1;
+    /* FT_EMU_LT_NO_ALGO=all|epilogue: drives the engine onto its GEMM fallbacks */
+    const char *na = getenv("FT_EMU_LT_NO_ALGO");
+    if (na && (!strcmp(na, "all") || (!strcmp(na, "epilogue") && d->epilogue != CUBLASLT_EPILOGUE_DEFAULT)))
+        return fail(UNSUPPORTED, fn, "FT_EMU_LT_NO_ALGO=%s", na);
+    memset(&results[0], 0, sizeof results[0]), results[0].algo = algo_make(d, &g, p);
+    results[0].state = CUBLAS_STATUS_SUCCESS, results[0].wavesCount = 1.0f, *returnAlgoCount = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
 
