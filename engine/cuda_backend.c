@@ -302,6 +302,7 @@ ft_status ft_cuda_sync(ft_ctx *ctx) {
         return ft_set_error(ctx, FT_ERR_CAPTURE, "synchronize requested during CUDA graph capture");
     CU_TRY(ctx, cudaStreamSynchronize(s->stream));
     s->pinned_pending = 0;
+    s->pinned_used = 0;
     flush_deferred(s);
     return FT_OK;
 }
@@ -325,15 +326,16 @@ ft_status ft_cuda_after_launch(ft_ctx *ctx, const char *what) {
 /* transfers through pinned staging                                           */
 /* ------------------------------------------------------------------------- */
 
-/* Makes the staging buffer at least `want` bytes (up to PINNED_MAX_CHUNK),
- * waiting for any copy still reading it. */
+/* Makes the staging buffer at least `want` bytes (up to PINNED_MAX_CHUNK);
+ * replacing it first waits for any copy still reading the old one. */
 static ft_status staging_reserve(ft_ctx *ctx, ft_cuda_state *s, size_t want) {
     if (want > PINNED_MAX_CHUNK) want = PINNED_MAX_CHUNK;
+    if (s->pinned && s->pinned_size >= want) return FT_OK;
     if (s->pinned_pending) {
         CU_TRY(ctx, cudaEventSynchronize(s->pinned_done));
         s->pinned_pending = 0;
+        s->pinned_used = 0;
     }
-    if (s->pinned && s->pinned_size >= want) return FT_OK;
     size_t sz = s->pinned_size ? s->pinned_size : MIB;
     while (sz < want) sz *= 2;
     if (sz > PINNED_MAX_CHUNK) sz = PINNED_MAX_CHUNK;
@@ -363,15 +365,21 @@ ft_status ft_cuda_h2d(ft_ctx *ctx, void *dst, const void *src, size_t bytes) {
     if (st) return st;
     for (size_t off = 0; off < bytes;) {
         size_t chunk = bytes - off < s->pinned_size ? bytes - off : s->pinned_size;
-        if (s->pinned_pending) {
-            CU_TRY(ctx, cudaEventSynchronize(s->pinned_done));
+        /* the buffer is a ring: copies still in flight read [0, pinned_used), so a
+         * new one takes the space after them and the host waits only when that is
+         * too short. Several inputs in a row (every forward) then wait for nothing. */
+        size_t at = s->pinned_pending ? (s->pinned_used + 255) & ~(size_t)255 : 0;
+        if (at + chunk > s->pinned_size) {
+            CU_TRY(ctx, cudaEventSynchronize(s->pinned_done)); /* covers every earlier copy */
             s->pinned_pending = 0;
+            at = 0;
         }
-        memcpy(s->pinned, (const char *)src + off, chunk);
-        CU_TRY(ctx, cudaMemcpyAsync((char *)dst + off, s->pinned, chunk, cudaMemcpyHostToDevice,
-                                    s->stream));
+        memcpy((char *)s->pinned + at, (const char *)src + off, chunk);
+        CU_TRY(ctx, cudaMemcpyAsync((char *)dst + off, (char *)s->pinned + at, chunk,
+                                    cudaMemcpyHostToDevice, s->stream));
         CU_TRY(ctx, cudaEventRecord(s->pinned_done, s->stream));
         s->pinned_pending = 1;
+        s->pinned_used = at + chunk;
         off += chunk;
     }
     return FT_OK;
@@ -400,6 +408,7 @@ ft_status ft_cuda_d2h(ft_ctx *ctx, void *dst, const void *src, size_t bytes) {
         memcpy((char *)dst + off, s->pinned, chunk);
         off += chunk;
     }
-    s->pinned_pending = 0;
+    s->pinned_pending = 0; /* the stream is idle: nothing reads the buffer */
+    s->pinned_used = 0;
     return FT_OK;
 }

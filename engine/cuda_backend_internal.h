@@ -55,7 +55,8 @@ typedef struct ft_cuda_state {
     void *pinned;
     size_t pinned_size;
     cudaEvent_t pinned_done; /* recorded after the last h2d out of `pinned` */
-    int pinned_pending;
+    int pinned_pending;      /* h2d copies may still be reading pinned[0, pinned_used) */
+    size_t pinned_used;
 
     cublasHandle_t blas;
     void *blas_ws;

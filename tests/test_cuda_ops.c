@@ -393,6 +393,33 @@ static void test_backend_basics(void) {
         CHECK(!memcmp(h, back, (size_t)n * sizeof(float)), "round trip differs");
         ft_tensor_release(gpu, t);
     }
+    /* many small uploads back to back, as a forward's inputs: they share the pinned
+     * staging ring without waiting, wrap it several times, and none may overwrite
+     * another's bytes before its copy has read them */
+    enum { NUP = 3000, UPN = 257 };
+    ft_tensor **up = (ft_tensor **)calloc(NUP, sizeof *up);
+    float *vals = (float *)malloc((size_t)UPN * sizeof(float));
+    int64_t un = UPN, bad_up = -1;
+    int64_t umark = ft_arena_mark(gpu);
+    for (int i = 0; up && vals && i < NUP; i++) {
+        for (int j = 0; j < UPN; j++) vals[j] = (float)(i * UPN + j);
+        up[i] = ft_tensor_from_host(gpu, FT_DTYPE_F32, 1, &un, vals);
+        if (!up[i]) break;
+    }
+    for (int i = 0; up && vals && i < NUP && bad_up < 0; i++) {
+        if (!up[i] || ft_tensor_to_host(gpu, up[i], FT_DTYPE_F32, vals, (size_t)UPN * sizeof(float)) != FT_OK) {
+            bad_up = i;
+            break;
+        }
+        for (int j = 0; j < UPN; j++)
+            if (vals[j] != (float)(i * UPN + j)) bad_up = i;
+    }
+    CHECK(up && vals && bad_up < 0, "upload %lld of %d came back wrong: %s", (long long)bad_up, NUP,
+          ft_ctx_errmsg(gpu));
+    ft_arena_release_to(gpu, umark);
+    free(up);
+    free(vals);
+
     /* the caching allocator serves the second identical request from cache */
     ft_mem_stats s0 = ft_ctx_mem_stats(gpu);
     int64_t sh = 12345;
