@@ -2,8 +2,9 @@
  * emu.h - the host emulation of the CUDA device that lets CI run the CUDA
  * backend's logic without a GPU: the .cu kernels compiled as host C++ (see
  * kernels/cuda/emu.cuh), run thread by thread as fibers (emu_sched.c), beside a
- * fake CUDA runtime (fake_cudart.c) and fake cuBLAS / cuBLASLt (fake_cublas.c)
- * that implement the documented semantics of the calls the engine makes.
+ * fake CUDA runtime (fake_cudart.c, fake_graph.c) and fake cuBLAS / cuBLASLt
+ * (fake_cublas.c) that implement the documented semantics of the calls the
+ * engine makes.
  *
  * It proves indexing, launch geometry, barriers, shuffles, stream capture rules
  * and host/device bookkeeping; it proves nothing about speed, memory ordering
@@ -11,9 +12,13 @@
  * the authority (tests/gpu_session.sh).
  *
  * Execution model: every stream runs its work at once, in submission order
- * (the host waits for nothing because nothing is pending). While a stream is
- * being captured, work submitted to it is recorded into the capture's graph
- * instead, and runs each time an instance of that graph is launched.
+ * (the host waits for nothing because nothing is pending). With FT_EMU_LAZY=1
+ * the work waits instead in the stream's FIFO queue, which runs only when the
+ * host synchronises with the stream (fake_graph.c lists the sync points), so
+ * the host sees what it would see on a device that has not got there yet.
+ * While a stream is being captured, work submitted to it is recorded into the
+ * capture's graph instead, and runs each time an instance of that graph is
+ * launched.
  */
 #ifndef FT_EMU_H
 #define FT_EMU_H
@@ -27,7 +32,7 @@
 extern "C" {
 #endif
 
-/* ---- fake_cudart.c: streams, capture, device memory ---------------------- */
+/* ---- fake_cudart.c, fake_graph.c: streams, capture, device memory -------- */
 
 /* One unit of stream work: run(arg) performs it; release(arg) (may be NULL)
  * frees arg once no stream, graph or graph instance refers to it any more. */
@@ -38,9 +43,9 @@ typedef struct ft_emu_work {
     const char *what; /* for error messages: "kernel softmax_warp_kernel", "cublasLtMatmul" */
 } ft_emu_work;
 
-/* Runs w now on stream s, or records it if s is being captured. On error the
- * work is released at once. Stream 0 (legacy default) is refused with
- * cudaErrorInvalidResourceHandle: the engine must never use it. */
+/* Runs w now on stream s (queues it in lazy mode), or records it if s is being
+ * captured. On error the work is released at once. Stream 0 (legacy default)
+ * is refused with cudaErrorInvalidResourceHandle: the engine must never use it. */
 cudaError_t ft_emu_submit(cudaStream_t s, ft_emu_work w);
 
 /* A kernel launch: checks the configuration as the driver would (block at most

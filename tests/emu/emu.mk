@@ -29,10 +29,14 @@ EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factoriz
 # _random with the threads of every round in a random order (FT_EMU_ORDER=random),
 # where an unsynchronised shared read shows; _noepi and _nolt with the fake
 # cuBLASLt refusing fused epilogues / every GEMM (FT_EMU_LT_NO_ALGO), so the
-# engine's GEMM fallbacks (epilogue pass, classic cuBLAS) are checked too
+# engine's GEMM fallbacks (epilogue pass, classic cuBLAS) are checked too;
+# _lazy (with the golden graph test too) with stream work deferred to the host's
+# next sync (FT_EMU_LAZY=1), where host code that reuses a pinned buffer or reads
+# a result before synchronising shows
 EMU_OPS_AGAIN := $(EMU_BUILD)/tests/test_cuda_ops_random $(EMU_BUILD)/tests/test_cuda_ops_noepi \
-                 $(EMU_BUILD)/tests/test_cuda_ops_nolt
-EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN)
+                 $(EMU_BUILD)/tests/test_cuda_ops_nolt $(EMU_BUILD)/tests/test_cuda_ops_lazy
+EMU_GOLDEN_AGAIN := $(EMU_BUILD)/tests/test_graph_golden_lazy
+EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN) $(EMU_GOLDEN_AGAIN)
 
 $(EMU_BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -50,6 +54,8 @@ $(EMU_BUILD)/tests/%: tests/%.c tests/ft_test.h $(EMU_LIB)
 	$(CC) $(EMU_CPPFLAGS) -Itests $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
 $(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
 $(EMU_OPS_AGAIN): $(EMU_BUILD)/tests/test_cuda_ops
+	cp $< $@
+$(EMU_GOLDEN_AGAIN): $(EMU_BUILD)/tests/test_graph_golden
 	cp $< $@
 
 # the tool on the emulator: dry runs of the GPU session's commands (tests/emu/dry_run.sh)

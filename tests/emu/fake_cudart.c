@@ -1,40 +1,29 @@
 /*
  * fake_cudart.c - the CUDA runtime of the host emulation (see emu.h), linked in
  * place of libcudart: device memory is 0xFF-filled host memory in a registry,
- * streams run their work at submit time, stream capture records it into graphs
- * under the real capture rules, and there is one emulated sm_90 device. The
- * signatures come from <cuda_runtime_api.h>, so the names and types match.
- * Strict on purpose: what real CUDA refuses is refused here, with the same
- * error code where known, since the point is to catch engine bugs in CI; the
- * legacy default stream is refused outright (the project forbids it).
- * Not emulated: asynchrony, sticky device errors, several devices, peer copies.
+ * copies, memsets and kernel launches go to streams as work items, and there is
+ * one emulated sm_90 device. Streams, stream capture, the FT_EMU_LAZY queues,
+ * events and graphs are in fake_graph.c (shared declarations in
+ * fake_cudart_internal.h). The signatures come from <cuda_runtime_api.h>, so
+ * the names and types match. Strict on purpose: what real CUDA refuses is
+ * refused here, with the same error code where known, since the point is to
+ * catch engine bugs in CI; the legacy default stream is refused outright (the
+ * project forbids it). Not emulated: concurrency, sticky device errors, several
+ * devices, peer copies.
  */
-#include "emu.h"
+#include "fake_cudart_internal.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define EMU_VERSION 13000 /* what cudaRuntimeGetVersion / cudaDriverGetVersion report */
 
-/* One lock for every registry below. Never held while work runs: kernels run
- * inside run() and may call back into ft_emu_is_device_ptr. */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-#define LOCK() pthread_mutex_lock(&g_mu)
-#define UNLOCK() pthread_mutex_unlock(&g_mu)
-
-/* The last error is per host thread, as in the real runtime. */
-static _Thread_local cudaError_t t_last = cudaSuccess;
-
-static cudaError_t err(cudaError_t e) { return e != cudaSuccess ? (t_last = e) : e; }
-
-#define UNLOCK_RETURN(e) do { cudaError_t r_ = (e); UNLOCK(); return err(r_); } while (0)
+pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
+_Thread_local cudaError_t fk_last = cudaSuccess;
 
 /* Read at every call, so a test can flip them with setenv between cases. */
-static int no_device(void) {
+int fk_no_device(void) {
     const char *v = getenv("FT_EMU_NO_DEVICE");
     return v && atoi(v) != 0;
 }
@@ -47,22 +36,7 @@ static size_t budget_bytes(void) {
     return (size_t)mb << 20;
 }
 
-/* Without a device every device call fails, as the real runtime's lazy init does. */
-#define ENTER() do { if (no_device()) return err(cudaErrorNoDevice); } while (0)
-
-/* ENTER, then refuse a call that is potentially unsafe during stream capture. */
-static cudaError_t unsafe_call(void);
-#define ENTER_UNSAFE() do { ENTER(); cudaError_t u_ = unsafe_call(); if (u_) return u_; } while (0)
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* The array v (n items of elem bytes, room for *cap) with room for one more,
- * possibly moved; NULL when out of memory (v is then left as it was). */
-static void *grow(void *v, size_t *cap, size_t n, size_t elem) {
+void *fk_grow(void *v, size_t *cap, size_t n, size_t elem) {
     if (n < *cap) return v;
     size_t c = *cap ? *cap * 2 : 32;
     void *p = realloc(v, c * elem);
@@ -99,7 +73,7 @@ static int rs_covers(const range_set *s, const void *p, size_t n) {
 }
 
 static int rs_insert(range_set *s, void *base, size_t size) {
-    range *v = (range *)grow(s->v, &s->cap, s->n, sizeof *v);
+    range *v = (range *)fk_grow(s->v, &s->cap, s->n, sizeof *v);
     if (!v) return -1;
     s->v = v;
     size_t i = s->n;
@@ -125,140 +99,6 @@ int ft_emu_is_device_ptr(const void *p, size_t n) {
     int ok = rs_covers(&g_dev, p, n);
     UNLOCK();
     return ok;
-}
-
-/* ---- handles and refcounted work ----------------------------------------- */
-
-/* Destroyed handles stay allocated as tombstones (live = 0): a later malloc
- * can then never hand out the same address, so use-after-destroy is always
- * reported instead of silently hitting a newer object. They are tiny. */
-enum { K_STREAM, K_EVENT, K_GRAPH, K_EXEC, K_N };
-typedef struct handle { struct handle *next; int live; unsigned flags; } handle;
-static handle *g_handles[K_N];
-
-static void *h_new(int kind, size_t size) { /* lock held */
-    handle *h = (handle *)calloc(1, size);
-    if (!h) return NULL;
-    *h = (handle){g_handles[kind], 1, 0};
-    return g_handles[kind] = h;
-}
-
-static void *h_create(int kind, size_t size, unsigned flags) { /* takes the lock */
-    LOCK();
-    handle *h = (handle *)h_new(kind, size);
-    if (h) h->flags = flags;
-    UNLOCK();
-    return h;
-}
-
-static void *h_get(int kind, const void *p) { /* lock held; NULL unless live */
-    for (handle *h = g_handles[kind]; h && p; h = h->next)
-        if ((const void *)h == p) return h->live ? h : NULL;
-    return NULL;
-}
-
-/* A work item shared by a capture, graphs, instances and pending launches. */
-typedef struct wref { ft_emu_work w; atomic_int refs; } wref;
-typedef struct wlist { wref **v; size_t n, cap; } wlist;
-
-static void w_release(ft_emu_work *w) { if (w->release) w->release(w->arg); }
-
-static int wl_copy(wlist *dst, const wlist *src) { /* takes a reference on each item */
-    *dst = (wlist){0};
-    if (src->n && !(dst->v = (wref **)malloc(src->n * sizeof *dst->v))) return -1;
-    for (size_t i = 0; i < src->n; i++) atomic_fetch_add(&(dst->v[i] = src->v[i])->refs, 1);
-    dst->n = dst->cap = src->n;
-    return 0;
-}
-
-static void wl_put_all(wlist *l) { /* without the lock: release() is the caller's code */
-    for (size_t i = 0; i < l->n; i++)
-        if (atomic_fetch_sub(&l->v[i]->refs, 1) == 1) { w_release(&l->v[i]->w); free(l->v[i]); }
-    free(l->v);
-    *l = (wlist){0};
-}
-
-/* ---- streams, captures, events, graphs ----------------------------------- */
-
-typedef struct capture {
-    enum cudaStreamCaptureMode mode;
-    pthread_t owner;          /* the thread that began it */
-    int invalidated;
-    unsigned long long id;    /* unique over the process, as cudaStreamGetCaptureInfo's */
-    wlist items;              /* the work recorded so far, in order */
-} capture;
-
-/* cap is non-NULL from BeginCapture to EndCapture */
-typedef struct fk_stream { handle h; capture *cap; } fk_stream;
-
-enum { EV_NEVER, EV_DONE, EV_CAPTURED };
-/* ms: the host time of an EV_DONE record; capture: the id of an EV_CAPTURED one's capture */
-typedef struct fk_event { handle h; int state; double ms; unsigned long long capture; } fk_event;
-
-typedef struct fk_graph { handle h; wlist items; } fk_graph; /* cudaGraph_t, cudaGraphExec_t */
-
-static unsigned long long g_next_capture_id = 1;
-
-static int is_legacy(cudaStream_t s) {
-    return !s || s == cudaStreamLegacy || s == cudaStreamPerThread;
-}
-
-/* The rule of cudaThreadExchangeStreamCaptureMode for a thread in the default
- * (Global) interaction mode: a potentially unsafe call is refused while this
- * thread has a non-relaxed capture or any thread a Global one, and the
- * refusal invalidates those captures. */
-static cudaError_t unsafe_call(void) {
-    pthread_t self = pthread_self();
-    int hit = 0;
-    LOCK();
-    for (handle *h = g_handles[K_STREAM]; h; h = h->next) {
-        capture *c = ((fk_stream *)h)->cap;
-        if (h->live && c && (c->mode == cudaStreamCaptureModeGlobal ||
-                             (c->mode == cudaStreamCaptureModeThreadLocal &&
-                              pthread_equal(c->owner, self))))
-            hit = c->invalidated = 1;
-    }
-    UNLOCK();
-    return hit ? err(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
-}
-
-/* Lock held. The stream that stream work goes to (*out is set whenever the
- * handle is live, so a failing operation can invalidate its capture). */
-static cudaError_t stream_for_work(cudaStream_t s, fk_stream **out) {
-    fk_stream *st = *out = is_legacy(s) ? NULL : (fk_stream *)h_get(K_STREAM, s);
-    if (!st) return cudaErrorInvalidResourceHandle; /* dead, unknown, or the legacy stream */
-    return st->cap && st->cap->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
-}
-
-static void invalidate(fk_stream *st) { if (st && st->cap) st->cap->invalidated = 1; } /* locked */
-
-static int record(capture *c, ft_emu_work w) { /* lock held; 0, or -1 out of memory */
-    wref *r = (wref *)malloc(sizeof *r);
-    wref **v = r ? (wref **)grow(c->items.v, &c->items.cap, c->items.n, sizeof *v) : NULL;
-    if (!v) { free(r); return -1; }
-    r->w = w;
-    atomic_init(&r->refs, 1);
-    (c->items.v = v)[c->items.n++] = r;
-    return 0;
-}
-
-cudaError_t ft_emu_submit(cudaStream_t s, ft_emu_work w) {
-    cudaError_t e = cudaErrorNoDevice;
-    int recorded = 0;
-    if (!no_device()) {
-        LOCK();
-        fk_stream *st;
-        e = stream_for_work(s, &st);
-        if (e == cudaSuccess && st->cap && !(recorded = record(st->cap, w) == 0)) {
-            invalidate(st);
-            e = cudaErrorMemoryAllocation;
-        }
-        UNLOCK();
-    }
-    if (recorded) return cudaSuccess;
-    if (e == cudaSuccess) w.run(w.arg); /* not capturing: run it now */
-    w_release(&w);
-    return err(e);
 }
 
 /* ---- kernel launches ------------------------------------------------------ */
@@ -295,15 +135,15 @@ static cudaError_t check_launch(dim3 g, dim3 b, size_t smem) {
 cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem,
                           void (*thread_fn)(void *closure), void *closure,
                           void (*release_closure)(void *closure), const char *name) {
-    cudaError_t e = no_device() ? cudaErrorNoDevice : check_launch(grid, block, dyn_smem);
+    cudaError_t e = fk_no_device() ? cudaErrorNoDevice : check_launch(grid, block, dyn_smem);
     if (e == cudaSuccess && !thread_fn) e = cudaErrorInvalidDeviceFunction;
     launch *l = e == cudaSuccess ? (launch *)malloc(sizeof *l) : NULL;
     if (e == cudaSuccess && !l) e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         LOCK(); /* a launch that fails while its stream captures breaks the capture too */
         fk_stream *st;
-        (void)stream_for_work(s, &st);
-        invalidate(st);
+        (void)fk_stream_for_work(s, &st);
+        fk_invalidate(st);
         UNLOCK();
         if (release_closure) release_closure(closure);
         return err(e);
@@ -346,6 +186,7 @@ static cudaError_t alloc_in(range_set *set, void **out, size_t size, int device)
 
 static cudaError_t free_in(range_set *set, void *p, int device) {
     ENTER_UNSAFE();
+    fk_run_all(); /* the real ones synchronise the device */
     if (!p) return cudaSuccess;
     size_t size;
     LOCK();
@@ -406,6 +247,13 @@ static void copy_run(void *arg) {
     }
 }
 
+/* Lock held, c checked. 1 when a host side of c is pageable (not pinned). */
+static int host_pageable(const copy *c) {
+    size_t dn = span(c->dpitch, c->width, c->height), sn = span(c->spitch, c->width, c->height);
+    return (!c->dst_dev && !rs_covers(&g_pinned, c->dst, dn)) ||
+           (c->value < 0 && !c->src_dev && !rs_covers(&g_pinned, c->src, sn));
+}
+
 /* Lock held. Checks c against the registries for kind; pinned_only: every
  * host side must be pinned (an async copy that a capture records). */
 static cudaError_t check_copy(copy *c, enum cudaMemcpyKind kind, int pinned_only) {
@@ -429,25 +277,31 @@ static cudaError_t check_copy(copy *c, enum cudaMemcpyKind kind, int pinned_only
     if ((c->dst_dev && !rs_covers(&g_dev, c->dst, dn)) ||
         (c->src_dev && !rs_covers(&g_dev, c->src, sn)))
         return cudaErrorInvalidValue;
-    if (pinned_only && ((!c->dst_dev && !rs_covers(&g_pinned, c->dst, dn)) ||
-                        (!set && !c->src_dev && !rs_covers(&g_pinned, c->src, sn))))
+    if (pinned_only && host_pageable(c))
         return cudaErrorStreamCaptureUnsupported; /* a pageable copy is synchronous */
     return cudaSuccess;
 }
 
 /* sync: cudaMemcpy / cudaMemset, potentially unsafe under capture and done at
- * once; otherwise stream work (recorded, and checked as such, under capture). */
+ * once (after every queue in lazy mode); otherwise stream work (recorded, and
+ * checked as such, under capture). In lazy mode an async copy with a pageable
+ * host side is done at once after the stream's queue, as the driver does it
+ * (staged before the call returns, or synchronous); only pinned copies wait. */
 static cudaError_t do_copy(copy c, enum cudaMemcpyKind kind, cudaStream_t s, int sync) {
     if (sync) ENTER_UNSAFE();
     else ENTER();
+    if (sync) fk_run_all();
     fk_stream *st = NULL;
     LOCK();
-    cudaError_t e = sync ? cudaSuccess : stream_for_work(s, &st);
-    if (e == cudaSuccess) e = check_copy(&c, kind, st && st->cap);
-    if (e != cudaSuccess) invalidate(st);
+    cudaError_t e = sync ? cudaSuccess : fk_stream_for_work(s, &st);
+    if (e == cudaSuccess) e = check_copy(&c, kind, fk_capturing(st));
+    if (e != cudaSuccess) fk_invalidate(st);
+    int now = e == cudaSuccess && !sync && fk_lazy() && !fk_capturing(st) &&
+              c.width && c.height && host_pageable(&c);
     UNLOCK();
     if (e != cudaSuccess || c.width == 0 || c.height == 0) return err(e);
-    if (sync) { copy_run(&c); return cudaSuccess; }
+    if (now) fk_run_stream(st);
+    if (sync || now) { copy_run(&c); return cudaSuccess; }
     copy *p = (copy *)malloc(sizeof *p);
     if (!p) return err(cudaErrorMemoryAllocation);
     *p = c;
@@ -479,240 +333,11 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
     return do_copy(COPY1(devPtr, NULL, count, (unsigned char)value), cudaMemcpyDefault, NULL, 1);
 }
 
-/* ---- streams and capture -------------------------------------------------- */
-
-/* Event, graph and instance destroy (streams have their own rules, below). */
-static cudaError_t h_destroy(int kind, const void *p) {
-    ENTER();
-    LOCK();
-    handle *h = (handle *)h_get(kind, p);
-    if (!h) UNLOCK_RETURN(kind == K_EVENT ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
-    h->live = 0;
-    wlist items = {0};
-    if (kind != K_EVENT) { items = ((fk_graph *)h)->items; ((fk_graph *)h)->items = (wlist){0}; }
-    UNLOCK();
-    wl_put_all(&items);
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
-    ENTER();
-    if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking)) return err(cudaErrorInvalidValue);
-    *pStream = (cudaStream_t)h_create(K_STREAM, sizeof(fk_stream), flags);
-    return *pStream ? cudaSuccess : err(cudaErrorMemoryAllocation);
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
-
-/* Destroy, Synchronize and Query are refused on a capturing stream (and
- * invalidate its capture); wait == 1 on the legacy stream is a device sync. */
-static cudaError_t stream_op(cudaStream_t s, int wait) {
-    ENTER();
-    if (wait && is_legacy(s)) return unsafe_call();
-    LOCK();
-    fk_stream *st = is_legacy(s) ? NULL : (fk_stream *)h_get(K_STREAM, s);
-    if (!st) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
-    if (st->cap) { invalidate(st); UNLOCK_RETURN(cudaErrorStreamCaptureUnsupported); }
-    if (!wait) st->h.live = 0;
-    UNLOCK();
-    return cudaSuccess; /* nothing is ever pending */
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t s) { return stream_op(s, 0); }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return stream_op(s, 1); }
-cudaError_t cudaStreamQuery(cudaStream_t s) { return stream_op(s, 1); }
-
-cudaError_t cudaDeviceSynchronize(void) { ENTER_UNSAFE(); return cudaSuccess; }
-
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
-    ENTER();
-    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
-        mode != cudaStreamCaptureModeRelaxed)
-        return err(cudaErrorInvalidValue);
-    if (is_legacy(s)) return err(cudaErrorStreamCaptureUnsupported);
-    LOCK();
-    fk_stream *st = (fk_stream *)h_get(K_STREAM, s);
-    if (!st) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
-    if (st->cap) UNLOCK_RETURN(cudaErrorIllegalState);
-    capture *c = st->cap = (capture *)malloc(sizeof *c);
-    if (!c) UNLOCK_RETURN(cudaErrorMemoryAllocation);
-    *c = (capture){mode, pthread_self(), 0, g_next_capture_id++, {0}};
-    UNLOCK();
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *pGraph) {
-    ENTER();
-    if (!pGraph) return err(cudaErrorInvalidValue);
-    *pGraph = NULL;
-    if (is_legacy(s)) return err(cudaErrorIllegalState);
-    LOCK();
-    fk_stream *st = (fk_stream *)h_get(K_STREAM, s);
-    if (!st) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
-    capture *c = st->cap;
-    if (!c) UNLOCK_RETURN(cudaErrorIllegalState);
-    if (c->mode != cudaStreamCaptureModeRelaxed && !pthread_equal(c->owner, pthread_self()))
-        UNLOCK_RETURN(cudaErrorStreamCaptureWrongThread);
-    fk_graph *g = c->invalidated ? NULL : (fk_graph *)h_new(K_GRAPH, sizeof *g);
-    cudaError_t e = c->invalidated ? cudaErrorStreamCaptureInvalidated
-                                   : g ? cudaSuccess : cudaErrorMemoryAllocation;
-    st->cap = NULL; /* the capture ends whatever happened */
-    if (g) { g->items = c->items; c->items = (wlist){0}; }
-    UNLOCK();
-    wl_put_all(&c->items); /* a failed capture's recorded work is dropped */
-    free(c);
-    *pGraph = (cudaGraph_t)g;
-    return err(e);
-}
-
-cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *pCaptureStatus) {
-    ENTER();
-    if (!pCaptureStatus) return err(cudaErrorInvalidValue);
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    LOCK();
-    if (s == NULL || s == cudaStreamLegacy) {
-        /* the legacy stream would depend on any capturing blocking stream */
-        for (handle *h = g_handles[K_STREAM]; h; h = h->next)
-            if (h->live && ((fk_stream *)h)->cap && !(h->flags & cudaStreamNonBlocking))
-                UNLOCK_RETURN(cudaErrorStreamCaptureImplicit);
-    } else if (s != cudaStreamPerThread) {
-        fk_stream *st = (fk_stream *)h_get(K_STREAM, s);
-        if (!st) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
-        if (st->cap)
-            cs = st->cap->invalidated ? cudaStreamCaptureStatusInvalidated
-                                      : cudaStreamCaptureStatusActive;
-    }
-    UNLOCK();
-    *pCaptureStatus = cs;
-    return cudaSuccess;
-}
-
-/* ---- events --------------------------------------------------------------- */
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-    ENTER();
-    unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
-    if (!event || (flags & ~known) ||
-        ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
-        return err(cudaErrorInvalidValue);
-    *event = (cudaEvent_t)h_create(K_EVENT, sizeof(fk_event), flags);
-    return *event ? cudaSuccess : err(cudaErrorMemoryAllocation);
-}
-
-cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
-
-cudaError_t cudaEventDestroy(cudaEvent_t e) { return h_destroy(K_EVENT, e); }
-
-/* A capture records no node for the event: it only orders work inside the
- * graph, so the host never sees it complete. */
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    ENTER();
-    LOCK();
-    fk_event *ev = (fk_event *)h_get(K_EVENT, e);
-    if (!ev) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
-    fk_stream *st;
-    cudaError_t r = stream_for_work(s, &st);
-    if (r != cudaSuccess) { invalidate(st); UNLOCK_RETURN(r); }
-    if (st->cap) { ev->state = EV_CAPTURED; ev->capture = st->cap->id; }
-    else { ev->state = EV_DONE; ev->ms = now_ms(); }
-    UNLOCK();
-    return cudaSuccess;
-}
-
-/* Lock held. The host may not wait on an event last recorded inside a
- * capture; while that capture goes on, the attempt invalidates it too. */
-static cudaError_t event_for_host(cudaEvent_t e, fk_event **out) {
-    fk_event *ev = *out = (fk_event *)h_get(K_EVENT, e);
-    if (!ev) return cudaErrorInvalidResourceHandle;
-    if (ev->state != EV_CAPTURED) return cudaSuccess;
-    for (handle *h = g_handles[K_STREAM]; h; h = h->next) {
-        capture *c = ((fk_stream *)h)->cap;
-        if (h->live && c && c->id == ev->capture) c->invalidated = 1;
-    }
-    return cudaErrorCapturedEvent;
-}
-
-static cudaError_t event_wait(cudaEvent_t e) {
-    ENTER();
-    fk_event *ev;
-    LOCK();
-    UNLOCK_RETURN(event_for_host(e, &ev)); /* never pending: recorded work already ran */
-}
-
-cudaError_t cudaEventSynchronize(cudaEvent_t e) { return event_wait(e); }
-cudaError_t cudaEventQuery(cudaEvent_t e) { return event_wait(e); }
-
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
-    ENTER();
-    if (!ms) return err(cudaErrorInvalidValue);
-    fk_event *a = NULL, *b = NULL;
-    LOCK();
-    cudaError_t r = event_for_host(start, &a);
-    if (r == cudaSuccess) r = event_for_host(end, &b);
-    if (r == cudaSuccess && (((a->h.flags | b->h.flags) & cudaEventDisableTiming) ||
-                             a->state != EV_DONE || b->state != EV_DONE))
-        r = cudaErrorInvalidResourceHandle;
-    if (r == cudaSuccess) *ms = (float)(b->ms - a->ms);
-    UNLOCK_RETURN(r);
-}
-
-/* ---- graphs --------------------------------------------------------------- */
-
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t g,
-                                 unsigned long long flags) {
-    ENTER();
-    if (!pGraphExec || (flags & ~15ull)) return err(cudaErrorInvalidValue);
-    *pGraphExec = NULL;
-    LOCK();
-    fk_graph *src = (fk_graph *)h_get(K_GRAPH, g);
-    if (!src) UNLOCK_RETURN(cudaErrorInvalidValue);
-    fk_graph *x = (fk_graph *)h_new(K_EXEC, sizeof *x); /* a copy: it outlives the graph */
-    if (!x || wl_copy(&x->items, &src->items) != 0) {
-        if (x) x->h.live = 0;
-        UNLOCK_RETURN(cudaErrorMemoryAllocation);
-    }
-    UNLOCK();
-    *pGraphExec = (cudaGraphExec_t)x;
-    return cudaSuccess;
-}
-
-cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t s) {
-    ENTER();
-    fk_stream *st;
-    LOCK();
-    UNLOCK_RETURN(h_get(K_EXEC, exec) ? stream_for_work(s, &st) : cudaErrorInvalidValue);
-}
-
-/* A launch is one work item that runs the instance's list in order, holding
- * its own references, so it survives cudaGraphExecDestroy while captured. */
-static void glaunch_run(void *arg) {
-    wlist *l = (wlist *)arg;
-    for (size_t i = 0; i < l->n; i++) l->v[i]->w.run(l->v[i]->w.arg);
-}
-
-static void glaunch_release(void *arg) { wl_put_all((wlist *)arg); free(arg); }
-
-cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
-    ENTER();
-    wlist *l = (wlist *)malloc(sizeof *l);
-    if (!l) return err(cudaErrorMemoryAllocation);
-    LOCK();
-    fk_graph *x = (fk_graph *)h_get(K_EXEC, exec);
-    cudaError_t e = !x ? cudaErrorInvalidValue
-                       : wl_copy(l, &x->items) ? cudaErrorMemoryAllocation : cudaSuccess;
-    UNLOCK();
-    if (e != cudaSuccess) { free(l); return err(e); }
-    return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch"});
-}
-
-cudaError_t cudaGraphDestroy(cudaGraph_t g) { return h_destroy(K_GRAPH, g); }
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) { return h_destroy(K_EXEC, x); }
-
 /* ---- device, versions, errors --------------------------------------------- */
 
 cudaError_t cudaGetDeviceCount(int *count) {
     if (!count) return err(cudaErrorInvalidValue);
-    return (*count = !no_device()) ? cudaSuccess : err(cudaErrorNoDevice);
+    return (*count = !fk_no_device()) ? cudaSuccess : err(cudaErrorNoDevice);
 }
 
 cudaError_t cudaSetDevice(int device) { ENTER(); return err(device ? cudaErrorInvalidDevice : 0); }
@@ -749,8 +374,8 @@ static cudaError_t version(int *v) {
 cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) { return version(runtimeVersion); }
 cudaError_t cudaDriverGetVersion(int *driverVersion) { return version(driverVersion); }
 
-cudaError_t cudaGetLastError(void) { cudaError_t e = t_last; t_last = cudaSuccess; return e; }
-cudaError_t cudaPeekAtLastError(void) { return t_last; }
+cudaError_t cudaGetLastError(void) { cudaError_t e = fk_last; fk_last = cudaSuccess; return e; }
+cudaError_t cudaPeekAtLastError(void) { return fk_last; }
 
 /* The real runtime's names and strings for every code this file returns,
  * plus the kernel faults a test may want printed. */

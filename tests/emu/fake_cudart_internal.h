@@ -1,0 +1,66 @@
+/*
+ * fake_cudart_internal.h - what the two halves of the fake CUDA runtime share
+ * (not part of emu.h's interface): fake_cudart.c (device and pinned memory,
+ * copies, launches, device queries, errors) and fake_graph.c (handles, streams,
+ * stream capture, the FT_EMU_LAZY queues, events, graphs).
+ */
+#ifndef FT_FAKE_CUDART_INTERNAL_H
+#define FT_FAKE_CUDART_INTERNAL_H
+
+#include "emu.h"
+
+#include <pthread.h>
+
+/* One lock for every registry of both files. Never held while work runs:
+ * kernels run inside run() and may call back into ft_emu_is_device_ptr. */
+extern pthread_mutex_t fk_mu;
+#define LOCK() pthread_mutex_lock(&fk_mu)
+#define UNLOCK() pthread_mutex_unlock(&fk_mu)
+
+/* The last error is per host thread, as in the real runtime. */
+extern _Thread_local cudaError_t fk_last;
+
+static inline cudaError_t err(cudaError_t e) { return e != cudaSuccess ? (fk_last = e) : e; }
+
+#define UNLOCK_RETURN(e) do { cudaError_t r_ = (e); UNLOCK(); return err(r_); } while (0)
+
+/* FT_EMU_NO_DEVICE, read at every call (a test flips it with setenv). */
+int fk_no_device(void);
+
+/* Without a device every device call fails, as the real runtime's lazy init does. */
+#define ENTER() do { if (fk_no_device()) return err(cudaErrorNoDevice); } while (0)
+
+/* The rule of cudaThreadExchangeStreamCaptureMode for the default (Global)
+ * interaction mode: cudaSuccess, or the refusal of a potentially unsafe call
+ * (which invalidates the captures concerned). Takes the lock. */
+cudaError_t fk_unsafe_call(void);
+
+/* ENTER, then refuse a call that is potentially unsafe during stream capture. */
+#define ENTER_UNSAFE() \
+    do { ENTER(); cudaError_t u_ = fk_unsafe_call(); if (u_) return u_; } while (0)
+
+/* The array v (n items of elem bytes, room for *cap) with room for one more,
+ * possibly moved; NULL when out of memory (v is then left as it was). */
+void *fk_grow(void *v, size_t *cap, size_t n, size_t elem);
+
+/* ---- streams (fake_graph.c) ---------------------------------------------- */
+
+typedef struct fk_stream fk_stream;
+
+/* Lock held. The stream that stream work goes to (*out is set whenever the
+ * handle is live, so a failing operation can invalidate its capture). */
+cudaError_t fk_stream_for_work(cudaStream_t s, fk_stream **out);
+
+void fk_invalidate(fk_stream *st); /* lock held; st may be NULL */
+int fk_capturing(const fk_stream *st); /* lock held; st may be NULL */
+
+/* FT_EMU_LAZY=1 (read once): work submitted to a stream that is not capturing
+ * waits in the stream's FIFO queue until the host synchronises with it. */
+int fk_lazy(void);
+
+/* Lock not held: run st's queue / every stream's queue, in order, until empty.
+ * Nothing to do (and nothing done) outside lazy mode. */
+void fk_run_stream(fk_stream *st);
+void fk_run_all(void);
+
+#endif /* FT_FAKE_CUDART_INTERNAL_H */
