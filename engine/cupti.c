@@ -145,6 +145,7 @@ static ft_gpu_rec *new_rec(ft_gpu_kind kind) {
     memset(r, 0, sizeof *r);
     r->kind = (uint8_t)kind;
     r->op = -1;
+    r->step = -1;
     return r;
 }
 

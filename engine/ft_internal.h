@@ -34,7 +34,9 @@ enum {
     FT_TF_CONST = 1u << 3,      /* a constant made from host data during the forward */
     FT_TF_VIEW = 1u << 4,       /* aliases view_src's storage */
     FT_TF_PERSISTENT = 1u << 5, /* header malloc'd, not in the context's tensor arena */
-    FT_TF_RELEASED = 1u << 6    /* storage reference given back */
+    FT_TF_RELEASED = 1u << 6,   /* storage reference given back */
+    FT_TF_REPLAY = 1u << 7      /* a whole-plan pseudo op (no op, named) whose extra is the
+                                   ft_replay_map of the CUDA graph it launches */
 };
 
 /* A block of device or host memory handed out by an allocator. */

@@ -107,6 +107,27 @@ static void hook_phase_end(void *user, ft_phase ph, const ft_tensor *node) {
     if (p->prev && p->prev->phase_end) p->prev->phase_end(p->prev->user, ph, node);
 }
 
+/* A CUDA graph replay: its record keeps the map of the plan it replayed (a
+ * reference, so an evicted plan cannot free it under the records). Plans
+ * repeat, so the search is short and nothing is allocated after the first. */
+static void keep_replay_map(ft_profiler *p, ft_prof_op *r, ft_replay_map *map) {
+    p->graph_replays++;
+    if (!map) return;
+    int i = 0;
+    while (i < p->n_replays && p->replays[i] != map) i++;
+    if (i == p->n_replays) {
+        if (i == FT_PROF_MAX_REPLAY_MAPS) return; /* left unattributed */
+        p->replays[p->n_replays++] = ft_replay_map_ref(map);
+    }
+    r->replay = (int16_t)(i + 1);
+}
+
+static void drop_replay_maps(ft_profiler *p) {
+    for (int i = 0; i < p->n_replays; i++) ft_replay_map_unref(p->replays[i]);
+    p->n_replays = 0;
+    p->graph_replays = 0;
+}
+
 static void hook_op_end(void *user, const ft_tensor *node, ft_status st) {
     ft_profiler *p = (ft_profiler *)user;
     uint64_t t = ft_prof_now_ns();
@@ -131,6 +152,7 @@ static void hook_op_end(void *user, const ft_tensor *node, ft_status st) {
                 size_t n = strnlen(node->name, sizeof r->label - 1);
                 memcpy(r->label, node->name, n);
                 r->label[n] = 0;
+                if (node->flags & FT_TF_REPLAY) keep_replay_map(p, r, (ft_replay_map *)node->extra);
             }
         }
     }
@@ -204,6 +226,7 @@ void ft_profiler_free(ft_profiler *p) {
         (void)st;
     }
     if (p->ctx && p->ctx->profiler == p) p->ctx->profiler = NULL;
+    drop_replay_maps(p);
     free(p->ops);
     free(p->gpu);
     free(p);
@@ -232,6 +255,7 @@ ft_status ft_profiler_start(ft_profiler *p) {
     p->gpu_dropped = 0;
     p->n_names = 0;
     p->depth = 0;
+    drop_replay_maps(p);
     p->tid = (long)syscall(SYS_gettid);
     p->prev = ctx->hooks;
     ctx->hooks = &p->hooks;
@@ -377,7 +401,37 @@ static ft_prof_name *name_slot(ft_profiler *p, const char *name) {
 
 static int cmp_name(const void *a, const void *b) {
     const ft_prof_name *x = (const ft_prof_name *)a, *y = (const ft_prof_name *)b;
-    return (x->host_ns < y->host_ns) - (x->host_ns > y->host_ns);
+    /* replayed ops have no host time of their own: they follow by device time */
+    if (x->host_ns != y->host_ns) return (x->host_ns < y->host_ns) - (x->host_ns > y->host_ns);
+    return (x->gpu_ns < y->gpu_ns) - (x->gpu_ns > y->gpu_ns);
+}
+
+/* The device time of attributed replays moves from the replay's row
+ * ("graph_launch") to the rows of the ops that captured it, so a static-mode
+ * table says which ops the device spent its time on. */
+static void replays_to_names(ft_profiler *p) {
+    for (size_t i = 0; i < p->n_gpu; i++) {
+        const ft_gpu_rec *g = &p->gpu[i];
+        if (g->step < 0 || g->end <= g->start) continue; /* as linked to the op record */
+        const ft_prof_op *r = &p->ops[g->op];
+        const ft_replay_step *st = &p->replays[r->replay - 1]->step[g->step];
+        ft_prof_name *from = name_slot(p, ft_prof_op_name(r));
+        ft_prof_name *to = name_slot(p, ft_op_name((ft_op)st->op));
+        if (!from || !to) continue;
+        from->gpu_ns -= g->end - g->start;
+        from->kernels--;
+        to->gpu_ns += g->end - g->start;
+        to->kernels++;
+    }
+    for (int64_t i = 0; i < p->n_ops; i++) {
+        const ft_prof_op *r = &p->ops[i];
+        if (!r->attributed) continue;
+        const ft_replay_map *m = p->replays[r->replay - 1];
+        for (int k = 0; k < m->n_steps; k++) {
+            ft_prof_name *n = name_slot(p, ft_op_name((ft_op)m->step[k].op));
+            if (n) n->replayed++;
+        }
+    }
 }
 
 static ft_status compute(ft_profiler *p) {
@@ -407,6 +461,11 @@ static ft_status compute(ft_profiler *p) {
             p->ops[g->op].n_gpu++;
         }
     }
+    int64_t attributed = ft_prof_attribute_replays(p->gpu, p->n_gpu, p->ops, p->n_ops, p->replays,
+                                                   p->n_replays);
+    if (attributed < 0) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory for the profile");
+    s->graph_replays = p->graph_replays;
+    s->graph_replays_attributed = attributed;
     s->gpu_records_dropped = (int64_t)p->gpu_dropped;
     s->cupti_overhead_us = p->cupti_window ? us(ft_cupti_overhead_ns()) : 0;
 
@@ -434,6 +493,7 @@ static ft_status compute(ft_profiler *p) {
     }
     s->op_host_us = us(host);
     s->untimed_us = us(host - (phases < host ? phases : host));
+    replays_to_names(p);
     qsort(p->names, (size_t)p->n_names, sizeof p->names[0], cmp_name);
 
     /* busy intervals: device work (CUPTI) or LAUNCH phases (CPU) */
@@ -473,19 +533,24 @@ ft_status ft_profiler_stop(ft_profiler *p) {
     char msg[sizeof p->cupti_note] = "";
     ft_status cst;
     close_window(p, msg, sizeof msg, &cst);
+    const ft_gpu_rec *recs = NULL;
+    size_t n = 0;
     if (p->cupti_window) {
         if (cst != FT_OK) {
             snprintf(p->cupti_note, sizeof p->cupti_note, "%s", msg);
             p->cupti_window = 0;
         } else {
-            size_t n = 0;
-            const ft_gpu_rec *r = ft_cupti_records(&n);
-            p->n_gpu = n < p->cap_gpu ? n : p->cap_gpu;
-            if (p->n_gpu) memcpy(p->gpu, r, p->n_gpu * sizeof *r);
-            p->gpu_dropped = ft_cupti_dropped() + (n - p->n_gpu);
+            recs = ft_cupti_records(&n);
         }
     }
     if (sync_st != FT_OK) return sync_st;
+    return ft_prof_finish(p, recs, n, p->cupti_window ? ft_cupti_dropped() : 0);
+}
+
+ft_status ft_prof_finish(ft_profiler *p, const ft_gpu_rec *recs, size_t n, uint64_t dropped) {
+    p->n_gpu = n < p->cap_gpu ? n : p->cap_gpu;
+    if (p->n_gpu) memcpy(p->gpu, recs, p->n_gpu * sizeof *recs);
+    p->gpu_dropped = dropped + (n - p->n_gpu);
     return compute(p);
 }
 
@@ -545,5 +610,6 @@ ft_status ft_profiler_op_stats(const ft_profiler *p, int i, ft_profile_op_stats 
     for (int k = 0; k < FT_PHASE_COUNT; k++) out->phase_us[k] = us(n->phase_ns[k]);
     out->gpu_us = us(n->gpu_ns);
     out->kernels = n->kernels;
+    out->replayed = n->replayed;
     return FT_OK;
 }

@@ -12,6 +12,7 @@
 #define FT_PROFILER_H
 
 #include "ft_internal.h"
+#include "replay_map.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,9 @@ typedef struct ft_gpu_rec {
     uint32_t device;
     uint32_t name;        /* offset of the name in the string pool */
     uint8_t kind;         /* ft_gpu_kind */
-    uint8_t pad[7];
+    uint8_t pad[3];
+    int32_t step;         /* device work of a CUDA graph replay: the plan step that captured
+                             it (ft_prof_attribute_replays), else -1 */
 } ft_gpu_rec;
 
 /* ---- CUPTI layer (engine/cupti.c) ----
@@ -86,6 +89,7 @@ uint64_t ft_cupti_overhead_ns(void);
 
 #define FT_PROF_MAX_DEPTH 8  /* nested op calls tracked (dispatch inside a kernel) */
 #define FT_PROF_MAX_NAMES (FT_OP_COUNT + 8)
+#define FT_PROF_MAX_REPLAY_MAPS 32 /* distinct captured plans replayed in one window */
 
 /* One op call inside the window. Filled by the hooks: nothing here is formatted
  * or allocated on the hot path. */
@@ -100,13 +104,16 @@ typedef struct ft_prof_op {
     int16_t op;                          /* ft_op, or -1 for a pseudo op named by label */
     int8_t ndim, dtype;
     uint8_t pushed;                      /* an external correlation id is pushed */
+    uint8_t attributed;                  /* a replay whose device work went to its plan steps */
+    int16_t replay;                      /* a CUDA graph replay: 1 + its map's index in
+                                            ft_profiler.replays, else 0 */
     char label[15];                      /* pseudo ops: "graph_launch", "static_plan" */
 } ft_prof_op;
 
 /* Totals per op name. */
 typedef struct ft_prof_name {
     const char *name;
-    int64_t calls, kernels;
+    int64_t calls, kernels, replayed;
     uint64_t host_ns, gpu_ns, phase_ns[FT_PHASE_COUNT];
 } ft_prof_name;
 
@@ -129,6 +136,10 @@ struct ft_profiler {
     int depth;
     uint64_t corr_errors;
 
+    ft_replay_map *replays[FT_PROF_MAX_REPLAY_MAPS]; /* referenced until the next start or free */
+    int n_replays;
+    int64_t graph_replays;          /* op records of CUDA graph replays (with a map or not) */
+
     ft_gpu_rec *gpu;                /* copied out of the CUPTI store at stop */
     size_t n_gpu, cap_gpu;
     uint64_t gpu_dropped;
@@ -140,6 +151,20 @@ struct ft_profiler {
 
 /* Name of an op record ("matmul", "graph_launch"). */
 const char *ft_prof_op_name(const ft_prof_op *r);
+
+/* Closes the window's numbers from its device records (at most cap_gpu of
+ * them are kept, the rest count as dropped): CUPTI's, from ft_profiler_stop,
+ * or a test's. */
+ft_status ft_prof_finish(ft_profiler *p, const ft_gpu_rec *recs, size_t n, uint64_t dropped);
+
+/* Gives the device work of each CUDA graph replay in recs to the plan steps
+ * that captured it (sets rec.step, and ops[i].attributed for the replays
+ * done): the replay of op record i has map maps[ops[i].replay - 1], and is
+ * attributed only when its records all have timestamps and number exactly
+ * the map's device-work nodes. Returns the replays attributed, or -1 out of
+ * host memory. (engine/profiler_replay.c) */
+int64_t ft_prof_attribute_replays(ft_gpu_rec *recs, size_t n, ft_prof_op *ops, int64_t n_ops,
+                                  ft_replay_map *const *maps, int n_maps);
 
 #ifdef __cplusplus
 }

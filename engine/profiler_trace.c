@@ -199,13 +199,26 @@ static void write_gpu(FILE *f, const ft_profiler *p, const rt_key *keys, size_t 
         put_ts(f, g->start, p->t0);
         fputs(",\"dur\":", f);
         put_dur(f, g->start, g->end);
-        fprintf(f, ",\"args\":{\"correlation\":%u,\"op_record\":%lld,\"graph_node\":%llu,\"bytes\":%llu}}",
+        fprintf(f, ",\"args\":{\"correlation\":%u,\"op_record\":%lld,\"graph_node\":%llu,\"bytes\":%llu",
                 g->correlation, (long long)g->op, (unsigned long long)g->graph_node,
                 (unsigned long long)g->bytes);
-        if (g->op < 0 || g->op >= p->n_ops) continue;
+        if (g->op < 0 || g->op >= p->n_ops) {
+            fputs("}}", f);
+            continue;
+        }
+        const ft_prof_op *r = &p->ops[g->op];
+        if (g->step >= 0) { /* a replayed kernel: the op that captured it */
+            const ft_replay_step *st = &p->replays[r->replay - 1]->step[g->step];
+            fputs(",\"op\":", f);
+            put_str(f, ft_op_name((ft_op)st->op));
+            fprintf(f, ",\"plan_step\":%d,\"node\":%d}}", (int)g->step, (int)st->node_id);
+        } else {
+            fputs(",\"op\":", f);
+            put_str(f, ft_prof_op_name(r));
+            fputs("}}", f);
+        }
         /* flow: launching call (or the op's launch phase) -> this device slice */
         const ft_gpu_rec *api = find_runtime(p, keys, n_keys, g->correlation);
-        const ft_prof_op *r = &p->ops[g->op];
         uint64_t from = api ? api->start : r->ph[FT_PHASE_LAUNCH][0] ? r->ph[FT_PHASE_LAUNCH][0] : r->begin;
         long from_tid = api ? (long)api->stream : p->tid;
         fprintf(f, ",\n{\"ph\":\"s\",\"pid\":1,\"tid\":%ld,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%zu,\"ts\":",

@@ -14,7 +14,57 @@ cudaStream_t ft_cuda_stream(ft_ctx *ctx); /* engine/cuda_backend.c */
 struct ft_cuda_graph {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
+    int64_t nodes, work_nodes; /* -1: not known */
 };
+
+/* Counts the graph's nodes and those of a kind that leaves a CUPTI record. */
+static void count_nodes(ft_cuda_graph *g) {
+    g->nodes = g->work_nodes = -1;
+    size_t n = 0;
+    if (cudaGraphGetNodes(g->graph, NULL, &n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    cudaGraphNode_t *v = (cudaGraphNode_t *)malloc((n ? n : 1) * sizeof *v);
+    if (!v) return;
+    int64_t work = 0;
+    if (cudaGraphGetNodes(g->graph, v, &n) == cudaSuccess) {
+        for (size_t i = 0; i < n && work >= 0; i++) {
+            enum cudaGraphNodeType t;
+            if (cudaGraphNodeGetType(v[i], &t) != cudaSuccess) work = -1;
+            else if (t == cudaGraphNodeTypeKernel || t == cudaGraphNodeTypeMemcpy ||
+                     t == cudaGraphNodeTypeMemset)
+                work++;
+        }
+        if (work >= 0) {
+            g->nodes = (int64_t)n;
+            g->work_nodes = work;
+        }
+    }
+    (void)cudaGetLastError();
+    free(v);
+}
+
+int ft_cuda_capture_node_count(ft_ctx *ctx, int64_t *n) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = NULL;
+    size_t count = 0;
+    cudaError_t e = cudaStreamGetCaptureInfo(ft_cuda_stream(ctx), &cs, NULL, &graph, NULL, NULL, NULL);
+    if (e == cudaSuccess && cs == cudaStreamCaptureStatusActive && graph)
+        e = cudaGraphGetNodes(graph, NULL, &count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (cs != cudaStreamCaptureStatusActive || !graph) return -1;
+    *n = (int64_t)count;
+    return 0;
+}
+
+void ft_cuda_graph_node_counts(const ft_cuda_graph *g, int64_t *all, int64_t *work) {
+    *all = g ? g->nodes : -1;
+    *work = g ? g->work_nodes : -1;
+}
 
 static double now_ms(void) {
     struct timespec t;
@@ -76,6 +126,7 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
     }
     g->graph = graph;
     g->exec = exec;
+    count_nodes(g);
     if (capture_ms) *capture_ms = t1 - t0;
     if (instantiate_ms) *instantiate_ms = t2 - t1;
     *out = g;

@@ -20,6 +20,13 @@ typedef struct ft_cuda_graph ft_cuda_graph;
  * instantiation times in milliseconds. */
 ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void *user,
                                 ft_cuda_graph **out, double *capture_ms, double *instantiate_ms);
+/* During a capture on the context's stream: the nodes it holds so far (the
+ * executor's replay map counts them after each step). 0, or -1 when the capture
+ * cannot be queried (no error is recorded: the map is instrumentation only). */
+int ft_cuda_capture_node_count(ft_ctx *ctx, int64_t *n);
+/* A captured graph's nodes: all of them, and those that leave a device activity
+ * record when replayed (kernel, memcpy, memset); -1 if they could not be listed. */
+void ft_cuda_graph_node_counts(const ft_cuda_graph *g, int64_t *all, int64_t *work);
 /* One cudaGraphLaunch on the context's stream. */
 ft_status ft_cuda_graph_launch(ft_ctx *ctx, ft_cuda_graph *g);
 void ft_cuda_graph_free(ft_cuda_graph *g);

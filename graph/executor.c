@@ -13,11 +13,13 @@
 #include "graph_api.h"
 #include "graph.h"
 #include "trace.h"
+#include "../engine/replay_map.h"
 #ifdef FT_WITH_CUDA
 #include "../engine/cuda_backend.h"
 #include "cuda_graph.h"
 #endif
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,8 @@ typedef struct ft_plan {
     ft_scratch_pool scratch; /* kernel scratch the captured graph keeps using */
 #ifdef FT_WITH_CUDA
     ft_cuda_graph *cg;
+    ft_replay_map *replay;  /* which step captured which node (NULL: not known) */
+    ft_tensor launch_op;    /* the pseudo op hooks see for a replay; extra = replay */
 #endif
 } ft_plan;
 
@@ -78,6 +82,7 @@ static void plan_free(ft_plan *p) {
     if (!p) return;
 #ifdef FT_WITH_CUDA
     ft_cuda_graph_free(p->cg);
+    ft_replay_map_unref(p->replay);
 #endif
     ft_scratch_pool_release(&p->scratch);
     ft_graph_destroy(p->g);
@@ -111,7 +116,24 @@ static bool plan_matches(const ft_plan *p, const ft_model *m) {
 typedef struct run_args {
     ft_ctx *ctx;
     ft_plan *p;
+    ft_replay_map *map; /* while capturing: filled step by step */
 } run_args;
+
+#ifdef FT_WITH_CUDA
+/* Capturing: the graph's node count after step i closes that step's range. */
+static void map_step(run_args *a, int i) {
+    ft_replay_map *m = a->map;
+    int64_t n = 0;
+    if (!m->usable) return;
+    if (ft_cuda_capture_node_count(a->ctx, &n) != 0 || n > INT32_MAX) {
+        m->usable = 0;
+        return;
+    }
+    m->step[i].end = (int32_t)n;
+    m->step[i].node_id = a->p->steps[i].node->id;
+    m->step[i].op = (int32_t)a->p->steps[i].node->op;
+}
+#endif
 
 /* The bare walk: static mode's (and what a CUDA Graph captures). */
 static ft_status run_bare(void *user) {
@@ -120,6 +142,9 @@ static ft_status run_bare(void *user) {
     const ft_plan_step *s = a->p->steps;
     for (int i = 0, n = a->p->n_steps; i < n; i++) {
         ft_status st = (ft_status)s[i].fn(ctx, s[i].node);
+#ifdef FT_WITH_CUDA
+        if (a->map && st == FT_OK) map_step(a, i);
+#endif
         if (st != FT_OK) {
             char d[256];
             if (ctx->status == FT_OK) ft_set_error(ctx, st, "kernel failed");
@@ -193,21 +218,19 @@ static ft_status register_outputs(ft_model *m, ft_plan *p) {
 }
 
 /* Static mode has no per-step hooks: with hooks installed (a profiler, NVTX)
- * the whole plan shows as one op, named by these pseudo nodes. */
-#ifdef FT_WITH_CUDA
-static const ft_tensor graph_launch_op = {.op = FT_OP_NONE, .id = -1, .name = "graph_launch"};
-#endif
+ * the whole plan shows as one op, named by a pseudo node: this one, or a
+ * captured plan's "graph_launch" (ft_plan.launch_op). */
 static const ft_tensor static_plan_op = {.op = FT_OP_NONE, .id = -1, .name = "static_plan"};
 
 static ft_status plan_run(ft_model *m, ft_plan *p) {
     ft_ctx *ctx = m->ctx;
     ft_status st = copy_inputs(m, p);
     if (st != FT_OK) return st;
-    run_args a = {ctx, p};
+    run_args a = {ctx, p, NULL};
     const ft_dispatch_hooks *h = p->is_static ? ctx->hooks : NULL;
     const ft_tensor *whole = &static_plan_op;
 #ifdef FT_WITH_CUDA
-    if (p->cg) whole = &graph_launch_op;
+    if (p->cg) whole = &p->launch_op;
 #endif
     if (h && h->op_begin) h->op_begin(h->user, whole);
     if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, whole);
@@ -311,6 +334,30 @@ static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
     return FT_OK;
 }
 
+#ifdef FT_WITH_CUDA
+/* The plan takes the map filled during its capture (which may be NULL) and the
+ * pseudo op that hands it to the profiler at each replay. */
+static void finish_replay_map(ft_plan *p, ft_replay_map *map) {
+    int64_t all = -1, work = -1;
+    ft_cuda_graph_node_counts(p->cg, &all, &work);
+    p->stats.graph_nodes = (int)all;
+    if (map) {
+        map->n_nodes = (int32_t)all;
+        map->n_work = (int32_t)work;
+        int32_t last = p->n_steps ? map->step[p->n_steps - 1].end : 0;
+        /* ordinal attribution needs every node to leave a record, and the
+         * steps to account for every node */
+        map->usable = map->usable && all >= 0 && all == work && last == all;
+    }
+    p->replay = map;
+    p->launch_op = (ft_tensor){.op = FT_OP_NONE, .id = -1, .name = "graph_launch"};
+    if (map) {
+        p->launch_op.flags = FT_TF_REPLAY;
+        p->launch_op.extra = map;
+    }
+}
+#endif
+
 static ft_status plan_build(ft_model *m, ft_plan **out) {
     ft_ctx *ctx = m->ctx;
     *out = NULL;
@@ -404,11 +451,14 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     if (st == FT_OK && capture) {
         /* the warm-up run makes every lazy allocation (library workspaces, GEMM
          * algorithm caches, scratch blocks) before capture, where none may happen */
-        run_args a = {ctx, p};
+        run_args a = {ctx, p, NULL};
         ctx->scratch_pool = &p->scratch;
         st = copy_inputs(m, p);
         if (st == FT_OK) st = run_bare(&a);
         if (st == FT_OK) st = ft_cuda_sync(ctx);
+        /* made before the capture, where nothing may be allocated; without it
+         * (out of host memory) replays are only profiled whole */
+        if (st == FT_OK && (a.map = ft_replay_map_new(p->n_steps))) a.map->usable = 1;
         if (st == FT_OK)
             st = ft_cuda_graph_capture(ctx, run_bare, &a, &p->cg, &s->capture_ms,
                                        &s->instantiate_ms);
@@ -417,6 +467,9 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
             s->captured = 1;
             s->graph_launches = 1;
             s->scratch_bytes = p->scratch.bytes;
+            finish_replay_map(p, a.map);
+        } else {
+            ft_replay_map_unref(a.map);
         }
     }
 #endif

@@ -416,6 +416,9 @@ typedef struct ft_graph_stats {
     int kernels_per_forward;   /* kernel nodes after the passes */
     int graph_launches;        /* CUDA graph launches per forward (static on CUDA: 1) */
     int captured;              /* 1 if the plan runs as a CUDA Graph */
+    int graph_nodes;           /* nodes of that CUDA Graph, the device launches per forward (a
+                                  step may launch more than one kernel); 0 when not captured,
+                                  -1 if the graph could not be listed */
     /* what the passes did */
     int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
         eltwise_fused, nonorm_folded, conv_bn_folded;
@@ -497,8 +500,11 @@ const char *ft_preset_name(int i);
  * phase it went through (check, infer, alloc, select, launch). Graph mode records
  * one op per plan step (launch phase only: the rest was resolved at plan time);
  * static mode records the whole plan as one op, "graph_launch" (one CUDA Graph
- * replay) or "static_plan" (the plan walked without a graph). All times come from
- * one clock, CLOCK_MONOTONIC_RAW in nanoseconds; CUPTI is told to use it too.
+ * replay) or "static_plan" (the plan walked without a graph). With CUPTI the
+ * kernels of a CUDA Graph replay are still given to the ops that captured them
+ * (ft_profile_op_stats.replayed, the trace's "op" and "plan_step" arguments). All
+ * times come from one clock, CLOCK_MONOTONIC_RAW in nanoseconds; CUPTI is told to
+ * use it too.
  *
  * The emulated framework cost (FT_OP_HOST_COST_US or ft_ctx_set_op_host_cost)
  * is spent in the SELECT phase of eager ops; graph and static modes do not pay it.
@@ -610,6 +616,12 @@ typedef struct ft_profile_summary {
     double queue_mean_us;       /* mean of max(0, kernel start - launch API end) */
     double api_mean_us;         /* mean launch API duration */
     double cupti_overhead_us;   /* CUPTI's own OVERHEAD records within the window */
+    /* CUDA graph replays (static mode): every kernel of one replay shares its launch's
+       correlation, so they are given to the plan steps that captured them by their
+       order (the captured graph is a chain); a replay whose record count differs from
+       its graph's node count (dropped records) stays whole under "graph_launch" */
+    int64_t graph_replays;      /* graph_launch records in the window */
+    int64_t graph_replays_attributed; /* of which the device work went to plan steps */
 } ft_profile_summary;
 
 /** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before
@@ -640,13 +652,16 @@ typedef struct ft_profile_op_stats {
     int64_t calls;
     double host_us;             /* sum of op spans */
     double phase_us[FT_PROFILE_PHASES];
-    double gpu_us;              /* linked device time (CUPTI) */
+    double gpu_us;              /* linked device time (CUPTI), replayed steps' included */
     int64_t kernels;
+    int64_t replayed;           /* plan steps of this op run inside attributed CUDA graph
+                                   replays: their device time is in gpu_us, their host
+                                   time in the "graph_launch" row */
 } ft_profile_op_stats;
 
 /** Number of distinct op names in the last window. */
 int ft_profiler_op_stats_count(const ft_profiler *p);
-/** Totals of name i, sorted by descending host time. */
+/** Totals of name i, sorted by descending host time, then descending device time. */
 ft_status ft_profiler_op_stats(const ft_profiler *p, int i, ft_profile_op_stats *out);
 
 /**

@@ -8,8 +8,12 @@
 #include "ft_test.h"
 #include "ft_golden.h"
 
+#include "../engine/profiler.h"
 #include "../graph/graph.h"
 #include "../graph/graph_api.h"
+#ifdef FT_CUDA_EMU
+#include "emu/emu.h"
+#endif
 
 static const char *const req_bert[] = {"last_hidden_state", "pooler_output", NULL};
 static const char *const req_hidden[] = {"last_hidden_state", NULL};
@@ -170,6 +174,145 @@ static void test_cuda_static_scratch_owned(void) {
     ft_model_free(stat);
     golden_close(&gc);
     ft_ctx_free(ctx);
+}
+
+/* Given a profiler whose window saw one replay of map, feeds it one record per
+ * graph node in order (what CUPTI reports of a replay) and checks that every
+ * step and kernel lands on an op row and none is left to graph_launch. */
+static void check_attribution(ft_ctx *ctx, ft_profiler *p, const ft_replay_map *map, const char *dir) {
+    int64_t rec = -1;
+    for (int64_t i = 0; i < p->n_ops; i++)
+        if (p->ops[i].replay) rec = i;
+    size_t n = (size_t)map->n_work;
+    ft_gpu_rec *r = (ft_gpu_rec *)calloc(n + 1, sizeof *r);
+    ft_gpu_rec *store = (ft_gpu_rec *)realloc(p->gpu, (n + 1) * sizeof *p->gpu);
+    if (store) p->gpu = store;
+    CHECK(r && store && rec >= 0, "%s: no replay record, or out of host memory", dir);
+    if (r && store && rec >= 0) {
+        p->cap_gpu = n + 1;
+        p->cupti_window = 1;
+        for (size_t k = 0; k < n; k++)
+            r[k] = (ft_gpu_rec){.start = p->t0 + 10 + 3 * k, .end = p->t0 + 12 + 3 * k, .op = rec,
+                                .correlation = 7, .kind = FT_GPU_KERNEL};
+        CHECK_OK(ctx, ft_prof_finish(p, r, n, 0));
+        ft_profile_summary s;
+        ft_profiler_summary(p, &s);
+        CHECK(s.graph_replays_attributed == 1, "%s: the replay was not attributed", dir);
+        int64_t replayed = 0, kernels = 0, launch_kernels = -1;
+        for (int i = 0; i < ft_profiler_op_stats_count(p); i++) {
+            ft_profile_op_stats o;
+            ft_profiler_op_stats(p, i, &o);
+            replayed += o.replayed;
+            kernels += o.kernels;
+            if (!strcmp(o.name, "graph_launch")) launch_kernels = o.kernels;
+        }
+        CHECK(replayed == map->n_steps && kernels == map->n_work && launch_kernels == 0,
+              "%s: %lld steps replayed of %d, %lld kernels of %d, %lld left to graph_launch", dir,
+              (long long)replayed, map->n_steps, (long long)kernels, map->n_work,
+              (long long)launch_kernels);
+    }
+    free(r);
+}
+
+#ifdef FT_CUDA_EMU
+/* Device work each graph-mode step submits, counted on the emulator. */
+typedef struct step_count {
+    unsigned long long before;
+    int n;
+    int work[1024], node_id[1024], op[1024];
+} step_count;
+
+static void count_begin(void *user, const ft_tensor *node) {
+    (void)node;
+    ((step_count *)user)->before = ft_emu_work_submitted();
+}
+
+static void count_end(void *user, const ft_tensor *node, ft_status st) {
+    step_count *c = (step_count *)user;
+    (void)st;
+    if (c->n == 1024) return;
+    c->work[c->n] = (int)(ft_emu_work_submitted() - c->before);
+    c->node_id[c->n] = node->id;
+    c->op[c->n++] = (int)node->op;
+}
+
+/* Each step's range of the map holds exactly the device work the same step
+ * submits in graph mode (the two modes run one plan). */
+static void check_against_graph_mode(ft_ctx *ctx, const golden_case *gc, const ft_replay_map *map) {
+    ft_model *g = load_case(ctx, gc, FT_MODE_GRAPH, 1);
+    step_count *c = (step_count *)calloc(1, sizeof *c);
+    if (g && c) {
+        ft_dispatch_hooks h = {count_begin, NULL, NULL, count_end, c};
+        const ft_dispatch_hooks *saved = ctx->hooks;
+        ctx->hooks = &h;
+        CHECK_OK(ctx, ft_model_forward(g, gc->in, gc->n_in));
+        ctx->hooks = saved;
+        CHECK(map->n_steps == c->n, "%s: %d steps mapped, %d run in graph mode", gc->dir, map->n_steps, c->n);
+        int bad = 0, sum = 0;
+        for (int i = 0; i < map->n_steps && i < c->n; i++) {
+            int mine = map->step[i].end - (i ? map->step[i - 1].end : 0);
+            sum += c->work[i];
+            if ((mine != c->work[i] || map->step[i].node_id != c->node_id[i] || map->step[i].op != c->op[i]) &&
+                bad++ < 3)
+                CHECK(0, "%s step %d (%s): %d nodes captured, %d launched in graph mode", gc->dir, i,
+                      ft_op_name((ft_op)map->step[i].op), mine, c->work[i]);
+        }
+        CHECK(sum == map->n_work, "%s: graph mode launched %d, the graph has %d", gc->dir, sum, map->n_work);
+    }
+    free(c);
+    ft_model_free(g);
+}
+#endif
+
+/* The replay map a static plan builds at capture (which step launched which
+ * graph node) for every golden model: usable, one range per planned step,
+ * its nodes those the stats report; on the emulator also step by step against
+ * graph mode. With CUPTI (a GPU) the profiled replay itself is attributed. */
+static void test_cuda_replay_map(void) {
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        ft_ctx *ctx = NULL;
+        golden_case gc;
+        if (open_case(FT_DEVICE_CUDA, cases[ci].name, &ctx, &gc)) return;
+        ft_model *st = load_case(ctx, &gc, FT_MODE_STATIC, 1);
+        ft_profiler *p = NULL;
+        if (st) {
+            /* the profiler keeps a reference on the map of the plan it saw replayed */
+            CHECK_OK(ctx, ft_profiler_create(ctx, NULL, &p));
+            if (p) CHECK_OK(ctx, ft_profiler_start(p));
+            CHECK_OK(ctx, ft_model_forward(st, gc.in, gc.n_in));
+            if (p) CHECK_OK(ctx, ft_profiler_stop(p));
+        }
+        ft_graph_stats gs;
+        memset(&gs, 0, sizeof gs);
+        if (st) ft_model_graph_stats(st, &gs);
+        const ft_replay_map *map = p && p->n_replays == 1 ? p->replays[0] : NULL;
+        CHECK(!p || map, "%s: the profiler kept no replay map", gc.dir);
+        if (map) {
+            printf("  %s: %d plan steps captured as %d graph nodes\n", cases[ci].name, map->n_steps,
+                   map->n_nodes);
+            CHECK(map->usable, "%s: replay map not usable (%d nodes, %d device work)", gc.dir,
+                  map->n_nodes, map->n_work);
+            CHECK(map->n_steps == gs.kernels_per_forward, "%s: %d steps mapped, %d planned", gc.dir,
+                  map->n_steps, gs.kernels_per_forward);
+            CHECK(map->n_nodes == gs.graph_nodes && gs.graph_nodes >= gs.kernels_per_forward,
+                  "%s: %d nodes mapped, stats say %d", gc.dir, map->n_nodes, gs.graph_nodes);
+            ft_profile_summary s;
+            ft_profiler_summary(p, &s);
+            /* without CUPTI no record exists to attribute; with it, the real replay's */
+            CHECK(s.graph_replays == 1 && s.graph_replays_attributed == s.cupti,
+                  "%s: %lld replays, %lld attributed (CUPTI %d; %lld kernels)", gc.dir,
+                  (long long)s.graph_replays, (long long)s.graph_replays_attributed, s.cupti,
+                  (long long)s.kernels);
+#ifdef FT_CUDA_EMU
+            check_against_graph_mode(ctx, &gc, map);
+#endif
+            check_attribution(ctx, p, map, gc.dir);
+        }
+        ft_profiler_free(p);
+        ft_model_free(st);
+        golden_close(&gc);
+        ft_ctx_free(ctx);
+    }
 }
 
 /* Kernel counts of a random-init BERT with `layers` layers at small width, traced
@@ -405,5 +548,6 @@ int main(void) {
     RUN(test_golden_graph_cuda);
     RUN(test_cuda_graph_static_bitwise);
     RUN(test_cuda_static_scratch_owned);
+    RUN(test_cuda_replay_map);
     return ft_test_finish();
 }

@@ -303,6 +303,117 @@ static void test_chrome_trace_and_csv(void) {
     }
 }
 
+/* CUDA graph replays, on synthetic device records (the CUPTI side needs a GPU):
+ * the hooks keep a reference on each replayed plan's map; a replay whose
+ * record count matches its map is given to the plan steps by start time, one
+ * with records missing or with an unusable map stays whole; device time
+ * moves from the graph_launch row to the steps' op rows; the trace names
+ * each replayed kernel's op and step. */
+static void test_replay_attribution(void) {
+    ft_ctx *ctx = NULL;
+    ft_profiler *p = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (ctx) CHECK_OK(ctx, ft_profiler_create(ctx, NULL, &p));
+    ft_replay_map *a = ft_replay_map_new(3), *b = ft_replay_map_new(2);
+    if (!p || !a || !b) {
+        CHECK(0, "setup failed");
+        goto out;
+    }
+    /* a: linear (2 nodes), attention (1), layernorm (1); b: a graph with a node
+     * that leaves no record, so its order cannot be trusted */
+    const int ops_a[3] = {FT_OP_LINEAR, FT_OP_ATTENTION, FT_OP_LAYERNORM}, ends_a[3] = {2, 3, 4};
+    for (int i = 0; i < 3; i++) a->step[i] = (ft_replay_step){ends_a[i], 10 + i, ops_a[i]};
+    a->n_nodes = a->n_work = 4;
+    a->usable = 1;
+    b->step[0] = (ft_replay_step){1, 0, FT_OP_LINEAR};
+    b->step[1] = (ft_replay_step){3, 1, FT_OP_GELU};
+    b->n_nodes = 3;
+    b->n_work = 2;
+    ft_tensor la = {.op = FT_OP_NONE, .id = -1, .flags = FT_TF_REPLAY, .extra = a, .name = "graph_launch"};
+    ft_tensor lb = la, gelu = {.op = FT_OP_GELU, .id = -1};
+    lb.extra = b;
+    const ft_tensor *calls[4] = {&la, &la, &lb, &gelu};
+    CHECK_OK(ctx, ft_profiler_start(p));
+    for (int i = 0; i < 4; i++) {
+        p->hooks.op_begin(p->hooks.user, calls[i]);
+        p->hooks.op_end(p->hooks.user, calls[i], FT_OK);
+    }
+    CHECK_OK(ctx, ft_profiler_stop(p));
+    CHECK(p->n_ops == 4 && p->n_replays == 2 && a->refs == 2 && b->refs == 2,
+          "%lld records, %d maps kept, refs %d %d", (long long)p->n_ops, p->n_replays, a->refs, b->refs);
+    /* op 0: a's replay, records out of array order; op 1: a's with one record
+     * dropped; op 2: b's; op 3: eager gelu; plus a runtime call */
+    uint64_t t = p->t0;
+    ft_gpu_rec r[12];
+    const struct { int64_t op; uint64_t start, dur; } spec[11] = {
+        {0, 400, 40}, {0, 100, 10}, {0, 300, 30}, {0, 200, 20}, {1, 500, 5}, {1, 510, 5}, {1, 520, 5},
+        {2, 600, 7},  {2, 610, 7},  {3, 700, 9}, {0, 90, 1}};
+    for (int i = 0; i < 11; i++)
+        r[i] = (ft_gpu_rec){.start = t + spec[i].start, .end = t + spec[i].start + spec[i].dur,
+                            .op = spec[i].op, .correlation = (uint32_t)(1 + spec[i].op),
+                            .kind = i == 10 ? FT_GPU_RUNTIME : FT_GPU_KERNEL};
+    free(p->gpu);
+    p->gpu = (ft_gpu_rec *)calloc(16, sizeof *p->gpu);
+    p->cap_gpu = p->gpu ? 16 : 0;
+    p->cupti_window = 1;
+    p->t1 = t + 1000000;
+    CHECK_OK(ctx, ft_prof_finish(p, r, 11, 0));
+    const int want_step[11] = {2, 0, 1, 0, -1, -1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 11 && p->n_gpu == 11; i++)
+        CHECK(p->gpu[i].step == want_step[i], "record %d: step %d, want %d", i, p->gpu[i].step, want_step[i]);
+    ft_profile_summary s;
+    ft_profiler_summary(p, &s);
+    CHECK(s.graph_replays == 3 && s.graph_replays_attributed == 1, "replays %lld, attributed %lld",
+          (long long)s.graph_replays, (long long)s.graph_replays_attributed);
+    /* name -> {replayed, kernels, gpu ns}; graph_launch keeps the two unattributed replays */
+    const struct { int op; const char *label; int64_t replayed, kernels, ns; } want[5] = {
+        {FT_OP_LINEAR, NULL, 1, 2, 30}, {FT_OP_ATTENTION, NULL, 1, 1, 30}, {FT_OP_LAYERNORM, NULL, 1, 1, 40},
+        {FT_OP_GELU, NULL, 0, 1, 9},     {-1, "graph_launch", 0, 5, 29}};
+    for (int w = 0; w < 5; w++) {
+        const char *name = want[w].label ? want[w].label : ft_op_name((ft_op)want[w].op);
+        int found = 0;
+        for (int i = 0; i < ft_profiler_op_stats_count(p); i++) {
+            ft_profile_op_stats o;
+            ft_profiler_op_stats(p, i, &o);
+            if (strcmp(o.name, name)) continue;
+            found = 1;
+            CHECK(o.replayed == want[w].replayed && o.kernels == want[w].kernels &&
+                      fabs(o.gpu_us * 1e3 - (double)want[w].ns) < 1e-6,
+                  "%s: replayed %lld kernels %lld gpu %.3f us, want %lld %lld %.3f", name,
+                  (long long)o.replayed, (long long)o.kernels, o.gpu_us, (long long)want[w].replayed,
+                  (long long)want[w].kernels, want[w].ns * 1e-3);
+        }
+        CHECK(found, "no row for %s", name);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/replay.json", tmpdir);
+    CHECK_OK(ctx, ft_profiler_write_chrome_trace(p, path));
+    check_trace(ctx, p, path);
+    ft_json *j = NULL;
+    int tagged = 0;
+    if (ft_json_parse_file(ctx, path, &j) == FT_OK) {
+        const ft_json *ev = ft_json_get(j, "traceEvents");
+        for (int i = 0; ev && i < ft_json_len(ev); i++) {
+            const ft_json *args = ft_json_get(ft_json_at(ev, i), "args");
+            const ft_json *st = ft_json_get(args, "plan_step"), *op = ft_json_get(args, "op");
+            if (st && op && ft_json_number(st) == 2 && !strcmp(ft_json_string(op), ft_op_name(FT_OP_LAYERNORM)) &&
+                ft_json_number(ft_json_get(args, "node")) == 12)
+                tagged++;
+        }
+        ft_json_free(j);
+    }
+    CHECK(tagged == 1, "%d device slices tagged as step 2 (layernorm, node 12)", tagged);
+    /* the maps outlive a plan only as long as the profiler's records */
+    CHECK_OK(ctx, ft_profiler_start(p));
+    CHECK(a->refs == 1 && b->refs == 1, "refs after a new window: %d %d", a->refs, b->refs);
+    CHECK_OK(ctx, ft_profiler_stop(p));
+out:
+    ft_replay_map_unref(a);
+    ft_replay_map_unref(b);
+    ft_profiler_free(p);
+    ft_ctx_free(ctx);
+}
+
 /* Mean SELECT phase and mean host time outside LAUNCH per record (the part of
  * an op's span that is framework work: on a loaded machine the kernel time in
  * LAUNCH varies far more than the 200 us we look for, so it is left out). */
@@ -601,6 +712,7 @@ int main(void) {
     RUN(test_eager_records_every_op);
     RUN(test_graph_and_static_modes);
     RUN(test_chrome_trace_and_csv);
+    RUN(test_replay_attribution);
     RUN(test_host_cost_shows_in_select);
     RUN(test_hooks_chain);
     RUN(test_bounded_storage);

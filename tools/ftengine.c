@@ -94,9 +94,17 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
                 (long long)s.kernels_before_api, (long long)s.correlation_errors, s.cupti_overhead_us);
     else if (s.device == FT_DEVICE_CUDA)
         fprintf(f, "%scupti: off (%s)\n", pre, s.cupti_note);
+    if (s.graph_replays)
+        fprintf(f, "%sCUDA graph replays: %lld, %lld with their device work given to the plan steps%s\n",
+                pre, (long long)s.graph_replays, (long long)s.graph_replays_attributed,
+                !s.cupti ? " (that needs CUPTI)"
+                : s.graph_replays_attributed < s.graph_replays
+                    ? " (the others' device records did not match their graphs: see docs/instrumentation.md)"
+                    : " (the 'in graph' column)");
+    int replayed = s.graph_replays_attributed > 0;
     fprintf(f, "%s%-16s %8s %10s %9s", pre, "op (per iter)", "calls", "host us", "us/call");
     for (int i = 0; i < FT_PROFILE_PHASES; i++) fprintf(f, " %8s", ft_profile_phase_name(i));
-    fprintf(f, " %10s\n", s.cupti ? "gpu us" : "");
+    fprintf(f, " %10s%s\n", s.cupti ? "gpu us" : "", replayed ? "   in graph" : "");
     for (int i = 0, n = ft_profiler_op_stats_count(p); i < n; i++) {
         ft_profile_op_stats o;
         if (ft_profiler_op_stats(p, i, &o) != FT_OK) break;
@@ -104,6 +112,7 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
                 o.calls ? o.host_us / (double)o.calls : 0.0);
         for (int j = 0; j < FT_PROFILE_PHASES; j++) fprintf(f, " %8.1f", o.phase_us[j] * k);
         if (s.cupti) fprintf(f, " %10.1f", o.gpu_us * k);
+        if (replayed) fprintf(f, " %10.1f", (double)o.replayed * k);
         fputc('\n', f);
     }
 }
@@ -168,9 +177,11 @@ static void print_graph_stats(FILE *f, const char *prefix, const ft_model *m) {
                "instantiate %.2f ms%s\n",
             prefix, g.trace_ms, g.passes_ms, g.plan_ms, g.trace_ms + g.passes_ms + g.plan_ms,
             g.capture_ms, g.instantiate_ms, g.captured ? "" : " (no CUDA graph)");
-    fprintf(f, "%skernels per forward %d (eager %d), graph launches %d; arena %zu B (peak-live bound "
+    char nodes[48] = "";
+    if (g.captured) snprintf(nodes, sizeof nodes, " (%d CUDA graph nodes)", g.graph_nodes);
+    fprintf(f, "%skernels per forward %d (eager %d), graph launches %d%s; arena %zu B (peak-live bound "
                "%zu B, no reuse %zu B), constants %zu B (+ %zu B shared by the model's plans), scratch %zu B\n",
-            prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, g.arena_bytes,
+            prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, nodes, g.arena_bytes,
             g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.shared_const_bytes,
             g.scratch_bytes);
     fprintf(f, "%spasses: dce %d, folded %d, qkv %d, epilogues %d, ln+residual %d, attention %d, "

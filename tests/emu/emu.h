@@ -48,6 +48,11 @@ typedef struct ft_emu_work {
  * is refused with cudaErrorInvalidResourceHandle: the engine must never use it. */
 cudaError_t ft_emu_submit(cudaStream_t s, ft_emu_work w);
 
+/* Device work items (kernels, GEMMs, copies, memsets) submitted so far,
+ * whether run, queued or captured; graph launches are not counted. Lets a test
+ * count what each op launches. */
+unsigned long long ft_emu_work_submitted(void);
+
 /* A kernel launch: checks the configuration as the driver would (block at most
  * 1024 threads and 1024 x 1024 x 64, grid y/z at most 65535, dynamic shared
  * memory at most 48 KiB, no zero dims), sets the sticky launch error that

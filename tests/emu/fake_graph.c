@@ -81,6 +81,7 @@ typedef struct capture {
     int invalidated;
     unsigned long long id;    /* unique over the process, as cudaStreamGetCaptureInfo's */
     wlist items;              /* the work recorded so far, in order */
+    struct fk_graph *graph;   /* handed out by EndCapture (and GetCaptureInfo before) */
 } capture;
 
 /* Lazy mode's pending work, oldest first: v[head .. n). */
@@ -101,7 +102,14 @@ typedef struct fk_event {
     fk_stream *on;
 } fk_event;
 
-typedef struct fk_graph { handle h; wlist items; } fk_graph; /* cudaGraph_t, cudaGraphExec_t */
+/* cudaGraph_t, cudaGraphExec_t. A capture's graph exists from BeginCapture (as
+ * cudaStreamGetCaptureInfo hands it out); until EndCapture its nodes are the
+ * capture's items (cap). Node handles are the items' addresses. */
+typedef struct fk_graph { handle h; wlist items; capture *cap; } fk_graph;
+
+static const wlist *graph_items(const fk_graph *g) { /* lock held */
+    return g->cap ? &g->cap->items : &g->items;
+}
 
 static unsigned long long g_next_capture_id = 1;
 
@@ -211,7 +219,12 @@ void fk_run_all(void) {
 
 /* ---- submitting work ------------------------------------------------------ */
 
+static atomic_ullong g_submitted;
+
+unsigned long long ft_emu_work_submitted(void) { return atomic_load(&g_submitted); }
+
 cudaError_t ft_emu_submit(cudaStream_t s, ft_emu_work w) {
+    if (strcmp(w.what, "cudaGraphLaunch") != 0) atomic_fetch_add(&g_submitted, 1);
     cudaError_t e = cudaErrorNoDevice;
     int kept = 0; /* recorded into a capture or queued */
     if (!fk_no_device()) {
@@ -240,6 +253,8 @@ static cudaError_t h_destroy(int kind, const void *p) {
     LOCK();
     handle *h = (handle *)h_get(kind, p);
     if (!h) UNLOCK_RETURN(kind == K_EVENT ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
+    if (kind == K_GRAPH && ((fk_graph *)h)->cap) /* "destroy ... not permitted" while capturing */
+        UNLOCK_RETURN(cudaErrorIllegalState);
     h->live = 0;
     wlist items = {0};
     if (kind != K_EVENT) { items = ((fk_graph *)h)->items; ((fk_graph *)h)->items = (wlist){0}; }
@@ -310,9 +325,12 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mo
     fk_stream *st = (fk_stream *)h_get(K_STREAM, s);
     if (!st) UNLOCK_RETURN(cudaErrorInvalidResourceHandle);
     if (st->cap) UNLOCK_RETURN(cudaErrorIllegalState);
-    capture *c = st->cap = (capture *)malloc(sizeof *c);
-    if (!c) UNLOCK_RETURN(cudaErrorMemoryAllocation);
-    *c = (capture){mode, pthread_self(), 0, g_next_capture_id++, {0}};
+    capture *c = (capture *)malloc(sizeof *c);
+    fk_graph *g = c ? (fk_graph *)h_new(K_GRAPH, sizeof *g) : NULL;
+    if (!g) { free(c); UNLOCK_RETURN(cudaErrorMemoryAllocation); }
+    *c = (capture){mode, pthread_self(), 0, g_next_capture_id++, {0}, g};
+    g->cap = c;
+    st->cap = c;
     UNLOCK();
     return cudaSuccess;
 }
@@ -329,11 +347,12 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *pGraph) {
     if (!c) UNLOCK_RETURN(cudaErrorIllegalState);
     if (c->mode != cudaStreamCaptureModeRelaxed && !pthread_equal(c->owner, pthread_self()))
         UNLOCK_RETURN(cudaErrorStreamCaptureWrongThread);
-    fk_graph *g = c->invalidated ? NULL : (fk_graph *)h_new(K_GRAPH, sizeof *g);
-    cudaError_t e = c->invalidated ? cudaErrorStreamCaptureInvalidated
-                                   : g ? cudaSuccess : cudaErrorMemoryAllocation;
+    fk_graph *g = c->graph;
+    cudaError_t e = c->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
     st->cap = NULL; /* the capture ends whatever happened */
-    if (g) { g->items = c->items; c->items = (wlist){0}; }
+    g->cap = NULL;
+    if (e == cudaSuccess) { g->items = c->items; c->items = (wlist){0}; }
+    else { g->h.live = 0; g = NULL; }
     UNLOCK();
     wl_put_all(&c->items); /* a failed capture's recorded work is dropped */
     free(c);
@@ -360,6 +379,24 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *
     }
     UNLOCK();
     *pCaptureStatus = cs;
+    return cudaSuccess;
+}
+
+/* Only the capture status and the graph are answered: the engine's capture is
+ * one stream, so dependency sets are never asked for. */
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *status,
+                                     unsigned long long *id, cudaGraph_t *graph,
+                                     const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                     size_t *n_deps) {
+    ENTER();
+    if (!status || deps || edges || n_deps) return err(cudaErrorInvalidValue);
+    cudaError_t e = cudaStreamIsCapturing(s, status);
+    if (e != cudaSuccess || *status != cudaStreamCaptureStatusActive) return e;
+    LOCK();
+    fk_stream *st = (fk_stream *)h_get(K_STREAM, s);
+    if (id) *id = st->cap->id;
+    if (graph) *graph = (cudaGraph_t)st->cap->graph;
+    UNLOCK();
     return cudaSuccess;
 }
 
@@ -478,7 +515,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t g,
     fk_graph *src = (fk_graph *)h_get(K_GRAPH, g);
     if (!src) UNLOCK_RETURN(cudaErrorInvalidValue);
     fk_graph *x = (fk_graph *)h_new(K_EXEC, sizeof *x); /* a copy: it outlives the graph */
-    if (!x || wl_copy(&x->items, &src->items) != 0) {
+    if (!x || wl_copy(&x->items, graph_items(src)) != 0) {
         if (x) x->h.live = 0;
         UNLOCK_RETURN(cudaErrorMemoryAllocation);
     }
@@ -514,6 +551,48 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     UNLOCK();
     if (e != cudaSuccess) { free(l); return err(e); }
     return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch"});
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
+    ENTER();
+    if (!numNodes) return err(cudaErrorInvalidValue);
+    LOCK();
+    fk_graph *g = (fk_graph *)h_get(K_GRAPH, graph);
+    if (!g) UNLOCK_RETURN(cudaErrorInvalidValue);
+    const wlist *l = graph_items(g);
+    if (nodes) {
+        size_t i = 0;
+        for (; i < *numNodes && i < l->n; i++) nodes[i] = (cudaGraphNode_t)l->v[i];
+        for (size_t j = i; j < *numNodes; j++) nodes[j] = NULL;
+        *numNodes = i;
+    } else {
+        *numNodes = l->n;
+    }
+    UNLOCK();
+    return cudaSuccess;
+}
+
+/* The kind of node a work item stands for, by what submitted it. */
+static enum cudaGraphNodeType node_type(const ft_emu_work *w) {
+    if (!strncmp(w->what, "cudaMemcpy", 10)) return cudaGraphNodeTypeMemcpy;
+    if (!strncmp(w->what, "cudaMemset", 10)) return cudaGraphNodeTypeMemset;
+    return cudaGraphNodeTypeKernel; /* kernels and library GEMMs */
+}
+
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+    ENTER();
+    if (!node || !pType) return err(cudaErrorInvalidValue);
+    LOCK();
+    for (handle *h = g_handles[K_GRAPH]; h; h = h->next) {
+        if (!h->live) continue;
+        const wlist *l = graph_items((fk_graph *)h);
+        for (size_t i = 0; i < l->n; i++)
+            if ((const void *)l->v[i] == (const void *)node) {
+                *pType = node_type(&l->v[i]->w);
+                UNLOCK_RETURN(cudaSuccess);
+            }
+    }
+    UNLOCK_RETURN(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t g) { return h_destroy(K_GRAPH, g); }
