@@ -57,6 +57,9 @@ bench)
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp32 --batch 1 --iters 200 --warmup 20
         run "$TOOL" bench bert-base --device cuda --mode "$mode" --dtype fp16 --batch 64 --iters 50 --warmup 5
     done
+    # static mode profiled: a replay's kernels given back to their ops ('in graph' column)
+    run "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 20 --warmup 5 \
+        --phases --trace "$OUT/bert-base-static-trace.json"
     # the framework tax, profiled: modes x emulated per-op cost (CUPTI busy time)
     run "$B/examples/framework_tax" bert-base cuda 1
     # the framework-tax curves (paper protocol, overhead share per point)
@@ -68,7 +71,7 @@ bench)
         run python3 bench/baselines/hf_latency.py --model "$model" --batch 1 --dtype fp16 --ort \
             --json "$OUT/baseline-$model.json"
     done
-    grep -E '^\$|latency|graph: (trace|kernels)|FAILED|error|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) ' "$log"
+    grep -E '^\$|latency|graph: (trace|kernels)|CUDA graph replays|FAILED|error|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) ' "$log"
     ;;
 golden)
     [ -x "$TOOL" ] || make -j"$J" CUDA_ARCH="$cap" BUILD="$B" all >/dev/null || exit 1
