@@ -61,7 +61,7 @@ static struct {
     size_t n_str;
     const char *name_key[NAME_SLOTS];
     uint32_t name_off[NAME_SLOTS];
-    uint32_t cbid_off[CBID_SLOTS]; /* 0: not cached (offset 0 is the "?" string) */
+    uint32_t cbid_off[2][CBID_SLOTS]; /* runtime, driver; 0: not cached (offset 0 is "?") */
     uint64_t dropped, overhead_ns;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -127,12 +127,14 @@ static uint32_t kernel_name(const char *s) {
     return pool_str(s);
 }
 
-static uint32_t runtime_name(CUpti_CallbackId cbid) {
-    if (cbid < CBID_SLOTS && g.cbid_off[cbid]) return g.cbid_off[cbid];
+static uint32_t api_name(int driver, CUpti_CallbackId cbid) {
+    if (cbid < CBID_SLOTS && g.cbid_off[driver][cbid]) return g.cbid_off[driver][cbid];
     const char *name = NULL;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) name = NULL;
-    uint32_t off = pool_str(name ? name : "cudaRuntimeCall");
-    if (cbid < CBID_SLOTS) g.cbid_off[cbid] = off;
+    if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid,
+                             &name) != CUPTI_SUCCESS)
+        name = NULL;
+    uint32_t off = pool_str(name ? name : driver ? "cuDriverCall" : "cudaRuntimeCall");
+    if (cbid < CBID_SLOTS) g.cbid_off[driver][cbid] = off;
     return off;
 }
 
@@ -197,14 +199,15 @@ static void take_record(const CUpti_Activity *a) {
         r->name = kernel_name(memset_name);
         break;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
         const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)(const void *)a;
         if (!(r = new_rec(FT_GPU_RUNTIME))) return;
         r->start = api->start;
         r->end = api->end;
         r->correlation = api->correlationId;
         r->stream = api->threadId; /* the OS tid (cuptiSetThreadIdType SYSTEM) */
-        r->name = runtime_name(api->cbid);
+        r->name = api_name(a->kind == CUPTI_ACTIVITY_KIND_DRIVER, api->cbid);
         break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -262,10 +265,15 @@ static int reserve(size_t n) {
     return 0;
 }
 
+/* DRIVER as well as RUNTIME: an external correlation record is written only
+ * beside an API record, and cuBLAS(Lt) launches its kernels through the driver
+ * API, so without driver records every GEMM kernel would be left unlinked
+ * (flashinfer#2145 hit exactly this with torch.matmul). */
 static const CUpti_ActivityKind kinds_enabled[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+    CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_OVERHEAD};
 
 /* The one-time set-up; g.mu held. Fills g.why and returns -1 on failure. */
 static int enable(void) {

@@ -35,7 +35,7 @@ typedef enum ft_gpu_kind {
     FT_GPU_KERNEL = 0,
     FT_GPU_MEMCPY,
     FT_GPU_MEMSET,
-    FT_GPU_RUNTIME, /* a CUDA runtime API call, on a host thread */
+    FT_GPU_RUNTIME, /* a CUDA runtime or driver API call, on a host thread */
     FT_GPU_KIND_COUNT
 } ft_gpu_kind;
 

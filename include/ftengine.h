@@ -605,7 +605,7 @@ typedef struct ft_profile_summary {
     /* CUPTI (all 0 without it) */
     int cupti;                  /* 1 if CUPTI records were collected in this window */
     char cupti_note[160];       /* why CUPTI is off, or "" */
-    int64_t kernels, memcpys, memsets, runtime_calls;
+    int64_t kernels, memcpys, memsets, runtime_calls; /* runtime_calls: runtime and driver API */
     int64_t gpu_records_dropped;/* by CUPTI (no buffer) or past max_gpu_records */
     int64_t kernels_unlinked;   /* kernels with no op (launched outside the dispatcher hooks) */
     int64_t kernels_zero_ts;    /* kernels reported with start == end == 0 (left out of busy) */
