@@ -434,9 +434,17 @@ static void replays_to_names(ft_profiler *p) {
     }
 }
 
+/* Everything below is derived from the op and device records, from scratch:
+ * computing twice gives the same numbers. */
 static ft_status compute(ft_profiler *p) {
     ft_profile_summary *s = &p->sum;
     ft_ctx *ctx = p->ctx;
+    memset(s, 0, sizeof *s);
+    p->n_names = 0;
+    for (int64_t i = 0; i < p->n_ops; i++) {
+        p->ops[i].gpu_ns = 0;
+        p->ops[i].n_gpu = 0;
+    }
     s->device = ctx->device;
     s->wall_us = us(p->t1 - p->t0);
     s->ops = p->n_ops;

@@ -14,6 +14,7 @@ for bin in "$@"; do
         order=forward
         nolt=
         lazy=0
+        busy=0
         case "$name" in
         test_cuda_ops | test_funnel_factorized) f=${FT_TEST_FILTER:-} ;;
         *_random) f=${FT_TEST_FILTER:-}; order=random ;;
@@ -21,6 +22,7 @@ for bin in "$@"; do
         *_nolt) f=${FT_TEST_FILTER:-}; nolt=all ;;
         test_cuda_ops_lazy) f=${FT_TEST_FILTER:-}; lazy=1 ;;
         *_lazy) f=${FT_TEST_FILTER:-cuda}; lazy=1 ;;
+        *_cuptibusy) f=${FT_TEST_FILTER:-cuda}; busy=1 ;;
         *) f=${FT_TEST_FILTER:-cuda} ;;
         esac
         name="$name [CUDA emulated on the host]"
@@ -28,7 +30,7 @@ for bin in "$@"; do
         if [ -n "$nolt" ]; then
             FT_EMU_LT_NO_ALGO=$nolt FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
         else
-            FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
+            FT_EMU_CUPTI_BUSY=$busy FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
         fi ;;
     *)
         echo "== $name"

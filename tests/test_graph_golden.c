@@ -176,9 +176,24 @@ static void test_cuda_static_scratch_owned(void) {
     ft_ctx_free(ctx);
 }
 
-/* Given a profiler whose window saw one replay of map, feeds it one record per
- * graph node in order (what CUPTI reports of a replay) and checks that every
- * step and kernel lands on an op row and none is left to graph_launch. */
+/* After a window with one attributed replay of map: every step and kernel
+ * lands on an op row, none is left to graph_launch. */
+static void check_rows(ft_profiler *p, const ft_replay_map *map, const char *dir, const char *what) {
+    int64_t replayed = 0, kernels = 0, launch_kernels = -1;
+    for (int i = 0; i < ft_profiler_op_stats_count(p); i++) {
+        ft_profile_op_stats o;
+        ft_profiler_op_stats(p, i, &o);
+        replayed += o.replayed;
+        kernels += o.kernels;
+        if (!strcmp(o.name, "graph_launch")) launch_kernels = o.kernels;
+    }
+    CHECK(replayed == map->n_steps && kernels == map->n_work && launch_kernels == 0,
+          "%s (%s): %lld steps replayed of %d, %lld kernels of %d, %lld left to graph_launch", dir, what,
+          (long long)replayed, map->n_steps, (long long)kernels, map->n_work, (long long)launch_kernels);
+}
+
+/* Feeds the profiler one record per graph node in order (what CUPTI reports
+ * of a replay) and checks the rows. */
 static void check_attribution(ft_ctx *ctx, ft_profiler *p, const ft_replay_map *map, const char *dir) {
     int64_t rec = -1;
     for (int64_t i = 0; i < p->n_ops; i++)
@@ -198,18 +213,7 @@ static void check_attribution(ft_ctx *ctx, ft_profiler *p, const ft_replay_map *
         ft_profile_summary s;
         ft_profiler_summary(p, &s);
         CHECK(s.graph_replays_attributed == 1, "%s: the replay was not attributed", dir);
-        int64_t replayed = 0, kernels = 0, launch_kernels = -1;
-        for (int i = 0; i < ft_profiler_op_stats_count(p); i++) {
-            ft_profile_op_stats o;
-            ft_profiler_op_stats(p, i, &o);
-            replayed += o.replayed;
-            kernels += o.kernels;
-            if (!strcmp(o.name, "graph_launch")) launch_kernels = o.kernels;
-        }
-        CHECK(replayed == map->n_steps && kernels == map->n_work && launch_kernels == 0,
-              "%s: %lld steps replayed of %d, %lld kernels of %d, %lld left to graph_launch", dir,
-              (long long)replayed, map->n_steps, (long long)kernels, map->n_work,
-              (long long)launch_kernels);
+        check_rows(p, map, dir, "synthetic records");
     }
     free(r);
 }
@@ -306,6 +310,20 @@ static void test_cuda_replay_map(void) {
 #ifdef FT_CUDA_EMU
             check_against_graph_mode(ctx, &gc, map);
 #endif
+            if (s.cupti && s.graph_replays_attributed == 1) {
+                check_rows(p, map, gc.dir, "CUPTI records");
+#ifdef FT_CUDA_EMU
+                /* the fake CUPTI numbers a replay's nodes 1, 2, ... in capture order */
+                int bad = 0;
+                for (size_t i = 0; i < p->n_gpu; i++) {
+                    const ft_gpu_rec *g = &p->gpu[i];
+                    if (g->step < 0) continue;
+                    int32_t lo = g->step ? map->step[g->step - 1].end : 0, hi = map->step[g->step].end;
+                    bad += g->graph_node < (uint64_t)lo + 1 || g->graph_node > (uint64_t)hi;
+                }
+                CHECK(!bad, "%s: %d replayed records given to a step that did not capture them", gc.dir, bad);
+#endif
+            }
             check_attribution(ctx, p, map, gc.dir);
         }
         ft_profiler_free(p);

@@ -41,6 +41,8 @@ typedef struct ft_emu_work {
     void (*release)(void *arg);
     void *arg;
     const char *what; /* for error messages: "kernel softmax_warp_kernel", "cublasLtMatmul" */
+    size_t bytes;     /* copies and memsets: for their CUPTI records */
+    int copy_dir;     /* copies: CUPTI's memcpy kind (1 HtoD, 2 DtoH, 8 DtoD, 9 HtoH) */
 } ft_emu_work;
 
 /* Runs w now on stream s (queues it in lazy mode), or records it if s is being

@@ -11,7 +11,10 @@ ifneq ($(EMU),0)
 comma := ,
 EMU_CXX   ?= $(if $(shell command -v g++ 2>/dev/null),g++,c++)
 EMU_BUILD := $(BUILD)/emu
-EMU_CPPFLAGS := -Iinclude -Iengine -D_GNU_SOURCE -DFT_WITH_CUDA -DFT_CUDA_EMU -I$(CUDA_ROOT)/include
+# with the toolkit's CUPTI headers the engine's CUPTI layer is built too, over
+# the fake CUPTI of tests/emu/fake_cupti.c (libcupti itself is never linked)
+EMU_CPPFLAGS := -Iinclude -Iengine -D_GNU_SOURCE -DFT_WITH_CUDA -DFT_CUDA_EMU -I$(CUDA_ROOT)/include \
+                $(if $(HAVE_CUPTI),-DFT_WITH_CUPTI -I$(CUPTI_INC))
 EMU_CFLAGS   := $(filter-out -MMD -MP,$(CFLAGS)) -MMD -MP
 EMU_CXXFLAGS := -std=c++17 -O1 -fPIC -fno-strict-aliasing -Wall -Wno-unknown-pragmas \
                 -Wno-maybe-uninitialized -MMD -MP $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -g)
@@ -24,7 +27,8 @@ EMU_LIBS := -lm -lpthread -lstdc++
 
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \
-             test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph
+             test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph \
+             test_profiler
 # the op test again (tests/run_tests.sh sets the switches from the name):
 # _random with the threads of every round in a random order (FT_EMU_ORDER=random),
 # where an unsynchronised shared read shows; _noepi and _nolt with the fake
@@ -36,7 +40,11 @@ EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factoriz
 EMU_OPS_AGAIN := $(EMU_BUILD)/tests/test_cuda_ops_random $(EMU_BUILD)/tests/test_cuda_ops_noepi \
                  $(EMU_BUILD)/tests/test_cuda_ops_nolt $(EMU_BUILD)/tests/test_cuda_ops_lazy
 EMU_GOLDEN_AGAIN := $(EMU_BUILD)/tests/test_graph_golden_lazy
-EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN) $(EMU_GOLDEN_AGAIN)
+# _cuptibusy: the profiler test with cuptiSubscribe refused as under nsys or
+# compute-sanitizer (FT_EMU_CUPTI_BUSY=1): host timers only, and a reason
+EMU_PROF_AGAIN := $(EMU_BUILD)/tests/test_profiler_cuptibusy
+EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN) $(EMU_GOLDEN_AGAIN) \
+                 $(EMU_PROF_AGAIN)
 
 $(EMU_BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -56,6 +64,8 @@ $(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
 $(EMU_OPS_AGAIN): $(EMU_BUILD)/tests/test_cuda_ops
 	cp $< $@
 $(EMU_GOLDEN_AGAIN): $(EMU_BUILD)/tests/test_graph_golden
+	cp $< $@
+$(EMU_PROF_AGAIN): $(EMU_BUILD)/tests/test_profiler
 	cp $< $@
 
 # the tool on the emulator: dry runs of the GPU session's commands (tests/emu/dry_run.sh)

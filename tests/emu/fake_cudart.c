@@ -150,7 +150,7 @@ cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem
     }
     *l = (launch){grid, block, dyn_smem, thread_fn, closure, release_closure, {0}};
     snprintf(l->what, sizeof l->what, LAUNCH_PREFIX "%s", name ? name : "(unnamed)");
-    return ft_emu_submit(s, (ft_emu_work){launch_run, launch_release, l, l->what});
+    return ft_emu_submit(s, (ft_emu_work){launch_run, launch_release, l, l->what, 0, 0});
 }
 
 /* ---- device and pinned memory --------------------------------------------- */
@@ -305,8 +305,10 @@ static cudaError_t do_copy(copy c, enum cudaMemcpyKind kind, cudaStream_t s, int
     copy *p = (copy *)malloc(sizeof *p);
     if (!p) return err(cudaErrorMemoryAllocation);
     *p = c;
+    int dir = c.src_dev ? (c.dst_dev ? 8 : 2) : (c.dst_dev ? 1 : 9); /* CUPTI's memcpy kinds */
     return ft_emu_submit(s, (ft_emu_work){copy_run, free, p,
-                                          c.value >= 0 ? "cudaMemsetAsync" : "cudaMemcpyAsync"});
+                                          c.value >= 0 ? "cudaMemsetAsync" : "cudaMemcpyAsync",
+                                          c.width * c.height, c.value >= 0 ? 0 : dir});
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,

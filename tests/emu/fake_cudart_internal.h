@@ -10,6 +10,7 @@
 #include "emu.h"
 
 #include <pthread.h>
+#include <stdint.h>
 
 /* One lock for every registry of both files. Never held while work runs:
  * kernels run inside run() and may call back into ft_emu_is_device_ptr. */
@@ -62,5 +63,24 @@ int fk_lazy(void);
  * Nothing to do (and nothing done) outside lazy mode. */
 void fk_run_stream(fk_stream *st);
 void fk_run_all(void);
+
+/* ---- fake_cupti.c: what the runtime tells the fake CUPTI ------------------ */
+
+/* One stream-work call being traced (on = 0: CUPTI collects nothing). */
+typedef struct fk_api {
+    int on, driver;
+    uint32_t corr, cbid, stream;
+    uint64_t start;
+} fk_api;
+
+/* Around ft_emu_submit: the call's correlation id and start; wrap makes w
+ * write its device record when it runs (0, or -1 out of memory); end writes
+ * the API record and the external correlations pushed on this thread. */
+fk_api fk_cupti_api_begin(cudaStream_t s, const ft_emu_work *w);
+int fk_cupti_wrap(ft_emu_work *w, const fk_api *a);
+void fk_cupti_api_end(const fk_api *a);
+/* Runs node i of a graph replay; inside a traced launch it writes the node's
+ * device record with the launch's correlation id and graphNodeId i + 1. */
+void fk_cupti_run_node(const ft_emu_work *w, size_t i);
 
 #endif /* FT_FAKE_CUDART_INTERNAL_H */

@@ -223,15 +223,29 @@ static atomic_ullong g_submitted;
 
 unsigned long long ft_emu_work_submitted(void) { return atomic_load(&g_submitted); }
 
+static cudaError_t submit(cudaStream_t s, ft_emu_work w, const fk_api *api);
+
+/* Every stream-work call is one traced API call (fake_cupti.c). */
 cudaError_t ft_emu_submit(cudaStream_t s, ft_emu_work w) {
     if (strcmp(w.what, "cudaGraphLaunch") != 0) atomic_fetch_add(&g_submitted, 1);
+    fk_api api = fk_cupti_api_begin(s, &w);
+    cudaError_t e = submit(s, w, &api);
+    fk_cupti_api_end(&api);
+    return e;
+}
+
+/* Work recorded into a capture stays bare: a replay traces its nodes as they
+ * run (glaunch_run), whenever the capture was made. */
+static cudaError_t submit(cudaStream_t s, ft_emu_work w, const fk_api *api) {
     cudaError_t e = cudaErrorNoDevice;
     int kept = 0; /* recorded into a capture or queued */
     if (!fk_no_device()) {
         LOCK();
         fk_stream *st;
         e = fk_stream_for_work(s, &st);
-        if (e == cudaSuccess && st->cap && !(kept = record(st->cap, w) == 0)) {
+        if (e == cudaSuccess && !st->cap && fk_cupti_wrap(&w, api) != 0)
+            e = cudaErrorMemoryAllocation;
+        else if (e == cudaSuccess && st->cap && !(kept = record(st->cap, w) == 0)) {
             fk_invalidate(st);
             e = cudaErrorMemoryAllocation;
         } else if (e == cudaSuccess && !st->cap && fk_lazy() && !(kept = q_push(&st->q, w) == 0)) {
@@ -446,7 +460,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     else if (!m) { ev->state = EV_DONE; ev->ms = now_ms(); }
     else {
         *m = (marker){ev, ev->seq + 1};
-        if (q_push(&st->q, (ft_emu_work){marker_run, free, m, "cudaEventRecord"}) != 0)
+        if (q_push(&st->q, (ft_emu_work){marker_run, free, m, "cudaEventRecord", 0, 0}) != 0)
             r = cudaErrorMemoryAllocation;
         else { ev->state = EV_PENDING; ev->seq++; ev->on = st; m = NULL; }
     }
@@ -535,7 +549,7 @@ cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t s) {
  * its own references, so it survives cudaGraphExecDestroy while captured. */
 static void glaunch_run(void *arg) {
     wlist *l = (wlist *)arg;
-    for (size_t i = 0; i < l->n; i++) l->v[i]->w.run(l->v[i]->w.arg);
+    for (size_t i = 0; i < l->n; i++) fk_cupti_run_node(&l->v[i]->w, i);
 }
 
 static void glaunch_release(void *arg) { wl_put_all((wlist *)arg); free(arg); }
@@ -550,7 +564,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
                        : wl_copy(l, &x->items) ? cudaErrorMemoryAllocation : cudaSuccess;
     UNLOCK();
     if (e != cudaSuccess) { free(l); return err(e); }
-    return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch"});
+    return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch", 0, 0});
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
