@@ -630,8 +630,9 @@ ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out);
 
 /** One op record of the last window. */
 typedef struct ft_profile_op {
-    const char *name;           /* op name, or "graph_launch" / "static_plan" (valid until
-                                   the next ft_profiler_start or free) */
+    const char *name;           /* op name, or "graph_launch" / "static_plan" / (a static
+                                   plan's first forward on CUDA) "capture_warmup" (valid
+                                   until the next ft_profiler_start or free) */
     int32_t node_id;            /* graph node id, -1 in eager */
     ft_status status;
     char shape[96];             /* output "[2,16,64] f32" ("" if none) */
