@@ -7,7 +7,9 @@
  * engine's own JSON parser and holds the expected event kinds, the emulated
  * framework cost shows up in the SELECT phase, hooks chain with what was
  * installed before, storage is bounded, misuse is an error, and the CLI
- * options work. The CUPTI part needs a GPU and is skipped without one.
+ * options work. The CUPTI part (eager and graph mode linked, a store too small,
+ * the fallback when another client holds CUPTI) runs on a GPU, or in the emulator
+ * build against its fake CUPTI (tests/emu/fake_cupti.c); the plain CPU build skips it.
  */
 #include "ft_golden.h"
 #include "ft_test.h"
@@ -659,7 +661,7 @@ static void test_cuda_cupti(void) {
         return;
     }
     ft_ctx *ctx = NULL;
-    ft_model *m = NULL;
+    ft_model *m = NULL, *gm = NULL;
     ft_profiler *p = NULL;
     golden_case g;
     memset(&g, 0, sizeof g);
@@ -701,8 +703,39 @@ static void test_cuda_cupti(void) {
     snprintf(path, sizeof path, "%s/cuda.json", tmpdir);
     CHECK_OK(ctx, ft_profiler_write_chrome_trace(p, path));
     check_trace(ctx, p, path);
+    /* graph mode: a record per plan step, every kernel linked to one */
+    opt.mode = FT_MODE_GRAPH;
+    if (ft_model_load(ctx, g.dir, &opt, &gm) == FT_OK && ft_model_forward(gm, g.in, g.n_in) == FT_OK) {
+        CHECK_OK(ctx, ft_profiler_start(p));
+        CHECK_OK(ctx, ft_model_forward(gm, g.in, g.n_in));
+        CHECK_OK(ctx, ft_profiler_stop(p));
+        ft_profiler_summary(p, &s);
+        ft_graph_stats gs;
+        ft_model_graph_stats(gm, &gs);
+        CHECK(s.cupti && s.ops == gs.kernels_per_forward && s.kernels >= s.ops && s.kernels_unlinked == 0,
+              "graph mode: %lld records for %d steps, %lld kernels, %lld unlinked", (long long)s.ops,
+              gs.kernels_per_forward, (long long)s.kernels, (long long)s.kernels_unlinked);
+    } else {
+        CHECK(0, "golden bert in graph mode on CUDA: %s", ft_ctx_errmsg(ctx));
+    }
+    /* a record store smaller than the window: the rest is counted as dropped */
+    ft_profiler_free(p);
+    ft_profiler_options po = ft_profiler_options_default();
+    po.max_gpu_records = 8;
+    p = NULL;
+    CHECK_OK(ctx, ft_profiler_create(ctx, &po, &p));
+    if (p) {
+        CHECK_OK(ctx, ft_profiler_start(p));
+        CHECK_OK(ctx, ft_model_forward(m, g.in, g.n_in));
+        CHECK_OK(ctx, ft_profiler_stop(p));
+        ft_profiler_summary(p, &s);
+        CHECK(s.cupti && s.gpu_records_dropped > 0 && s.kernels + s.memcpys + s.memsets + s.runtime_calls <= 8,
+              "store of 8: %lld dropped, %lld kernels kept", (long long)s.gpu_records_dropped,
+              (long long)s.kernels);
+    }
 out:
     ft_profiler_free(p);
+    ft_model_free(gm);
     ft_model_free(m);
     golden_close(&g);
     ft_ctx_free(ctx);
