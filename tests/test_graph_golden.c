@@ -334,6 +334,63 @@ static void test_cuda_replay_map(void) {
     }
 }
 
+/* A window that replays more input shapes than the plan cache holds: the
+ * first plan (and its CUDA graph) is evicted while the profiler still keeps
+ * records of its replay, so the profiler's reference must keep its map alive
+ * until the next window (run under ASan this is a use-after-free check); with
+ * CUPTI every replay is attributed, the evicted one included. */
+static void test_cuda_replay_map_outlives_plan(void) {
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    if (open_case(FT_DEVICE_CUDA, "bert", &ctx, &gc)) return;
+    ft_profiler *p = NULL;
+    CHECK_OK(ctx, ft_profiler_create(ctx, NULL, &p));
+    ft_model *m = load_case(ctx, &gc, FT_MODE_STATIC, 0);
+    const int shapes = FT_GRAPH_CACHE_SIZE + 1;
+    if (m && p) {
+        CHECK_OK(ctx, ft_profiler_start(p));
+        for (int k = 0; k < shapes; k++) {
+            ft_host_tensor in[8];
+            int n_in = 0;
+            void *owned = NULL;
+            CHECK_OK(ctx, ft_model_example_inputs(m, 1, 4 + k, in, &n_in, &owned));
+            CHECK_OK(ctx, ft_model_forward(m, in, n_in));
+            free(owned);
+        }
+        CHECK_OK(ctx, ft_profiler_stop(p));
+        ft_graph_stats gs;
+        ft_model_graph_stats(m, &gs);
+        ft_profile_summary s;
+        ft_profiler_summary(p, &s);
+        CHECK(gs.plan_evictions >= 1 && p->n_replays == shapes, "%llu evictions, %d maps kept for %d shapes",
+              (unsigned long long)gs.plan_evictions, p->n_replays, shapes);
+        CHECK(s.graph_replays == shapes && s.graph_replays_attributed == (s.cupti ? shapes : 0),
+              "%lld replays, %lld attributed (CUPTI %d)", (long long)s.graph_replays,
+              (long long)s.graph_replays_attributed, s.cupti);
+        /* the evicted plan's steps are read again by the writers */
+        char path[600];
+        ft_test_tmpdir_make("replay");
+        if (tmpdir[0]) {
+            snprintf(path, sizeof path, "%s/replays.json", tmpdir);
+            CHECK_OK(ctx, ft_profiler_write_chrome_trace(p, path));
+            ft_test_tmpdir_remove();
+        }
+        for (int i = 0; i < ft_profiler_op_stats_count(p); i++) {
+            ft_profile_op_stats o;
+            CHECK_OK(ctx, ft_profiler_op_stats(p, i, &o));
+        }
+    }
+    ft_model_free(m); /* every plan gone: the profiler's references hold the maps */
+    if (p) {
+        CHECK_OK(ctx, ft_profiler_start(p)); /* drops them */
+        CHECK(p->n_replays == 0, "%d maps still kept", p->n_replays);
+        CHECK_OK(ctx, ft_profiler_stop(p));
+    }
+    ft_profiler_free(p);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 /* Kernel counts of a random-init BERT with `layers` layers at small width, traced
  * and optimised without running; -1 on error. */
 static int bert_kernels(ft_ctx *ctx, int layers, int64_t B, int *traced, int *qkv, int *attn) {
@@ -568,5 +625,6 @@ int main(void) {
     RUN(test_cuda_graph_static_bitwise);
     RUN(test_cuda_static_scratch_owned);
     RUN(test_cuda_replay_map);
+    RUN(test_cuda_replay_map_outlives_plan);
     return ft_test_finish();
 }
