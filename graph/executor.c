@@ -226,25 +226,34 @@ static const ft_tensor static_plan_op = {.op = FT_OP_NONE, .id = -1, .name = "st
 static const ft_tensor warmup_op = {.op = FT_OP_NONE, .id = -1, .name = "capture_warmup"};
 #endif
 
+/* Runs fn(arg) as one pseudo op `whole` to the hooks h (NULL: none). */
+static ft_status as_one_op(const ft_dispatch_hooks *h, const ft_tensor *whole,
+                           ft_status (*fn)(void *), void *arg) {
+    if (h && h->op_begin) h->op_begin(h->user, whole);
+    if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, whole);
+    ft_status st = fn(arg);
+    if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, whole);
+    if (h && h->op_end) h->op_end(h->user, whole, st);
+    return st;
+}
+
+#ifdef FT_WITH_CUDA
+static ft_status run_graph(void *user) {
+    run_args *a = (run_args *)user;
+    return ft_cuda_graph_launch(a->ctx, a->p->cg);
+}
+#endif
+
 static ft_status plan_run(ft_model *m, ft_plan *p) {
     ft_ctx *ctx = m->ctx;
     ft_status st = copy_inputs(m, p);
     if (st != FT_OK) return st;
     run_args a = {ctx, p, NULL};
-    const ft_dispatch_hooks *h = p->is_static ? ctx->hooks : NULL;
-    const ft_tensor *whole = &static_plan_op;
-#ifdef FT_WITH_CUDA
-    if (p->cg) whole = &p->launch_op;
-#endif
-    if (h && h->op_begin) h->op_begin(h->user, whole);
-    if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, whole);
     if (!p->is_static) st = run_hooked(ctx, p);
 #ifdef FT_WITH_CUDA
-    else if (p->cg) st = ft_cuda_graph_launch(ctx, p->cg);
+    else if (p->cg) st = as_one_op(ctx->hooks, &p->launch_op, run_graph, &a);
 #endif
-    else st = run_bare(&a);
-    if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, whole);
-    if (h && h->op_end) h->op_end(h->user, whole, st);
+    else st = as_one_op(ctx->hooks, &static_plan_op, run_bare, &a);
     if (st != FT_OK) return st;
     return register_outputs(m, p);
 }
@@ -459,12 +468,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         ctx->scratch_pool = &p->scratch;
         st = copy_inputs(m, p);
         /* a profiler sees the warm-up as one pseudo op, so its kernels are linked */
-        const ft_dispatch_hooks *h = ctx->hooks;
-        if (h && h->op_begin) h->op_begin(h->user, &warmup_op);
-        if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, &warmup_op);
-        if (st == FT_OK) st = run_bare(&a);
-        if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, &warmup_op);
-        if (h && h->op_end) h->op_end(h->user, &warmup_op, st);
+        if (st == FT_OK) st = as_one_op(ctx->hooks, &warmup_op, run_bare, &a);
         if (st == FT_OK) st = ft_cuda_sync(ctx);
         /* made before the capture, where nothing may be allocated; without it
          * (out of host memory) replays are only profiled whole */
