@@ -232,6 +232,65 @@ static void write_gpu(FILE *f, const ft_profiler *p, const rt_key *keys, size_t 
     }
 }
 
+/* CUDA graph replays given back to their plan steps: one slice per step on a
+ * track of its own under the GPU, spanning that step's device work, so a
+ * static-mode timeline names the op above each kernel as eager mode does. */
+#define REPLAY_TID 2000000000u
+
+typedef struct step_key {
+    int64_t op;
+    int32_t step;
+    uint32_t pad;
+    uint64_t start;
+    size_t idx;
+} step_key;
+
+static int cmp_step(const void *a, const void *b) {
+    const step_key *x = (const step_key *)a, *y = (const step_key *)b;
+    if (x->op != y->op) return (x->op > y->op) - (x->op < y->op);
+    if (x->step != y->step) return (x->step > y->step) - (x->step < y->step);
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static ft_status write_replayed_steps(FILE *f, const ft_profiler *p) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_gpu; i++) n += p->gpu[i].step >= 0;
+    if (!n) return FT_OK;
+    step_key *v = (step_key *)malloc(n * sizeof *v);
+    if (!v) return ft_set_error(p->ctx, FT_ERR_OOM, "out of host memory for the trace");
+    n = 0;
+    for (size_t i = 0; i < p->n_gpu; i++)
+        if (p->gpu[i].step >= 0) v[n++] = (step_key){p->gpu[i].op, p->gpu[i].step, 0, p->gpu[i].start, i};
+    qsort(v, n, sizeof *v, cmp_step);
+    uint32_t named = UINT32_MAX; /* the device whose track was named last */
+    for (size_t a = 0, b; a < n; a = b) {
+        const ft_gpu_rec *g = &p->gpu[v[a].idx];
+        uint64_t end = g->end;
+        for (b = a + 1; b < n && v[b].op == v[a].op && v[b].step == v[a].step; b++)
+            if (p->gpu[v[b].idx].end > end) end = p->gpu[v[b].idx].end;
+        const ft_prof_op *r = &p->ops[v[a].op];
+        const ft_replay_step *st = &p->replays[r->replay - 1]->step[v[a].step];
+        unsigned pid = GPU_PID_BASE + g->device;
+        if (named != g->device) {
+            named = g->device;
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":"
+                       "{\"name\":\"plan steps (CUDA graph replays)\"}}",
+                    pid, REPLAY_TID);
+        }
+        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"cat\":\"replayed_op\",\"name\":", pid,
+                REPLAY_TID);
+        put_str(f, ft_op_name((ft_op)st->op));
+        fputs(",\"ts\":", f);
+        put_ts(f, g->start, p->t0);
+        fputs(",\"dur\":", f);
+        put_dur(f, g->start, end);
+        fprintf(f, ",\"args\":{\"op_record\":%lld,\"plan_step\":%d,\"node\":%d,\"device_records\":%zu}}",
+                (long long)v[a].op, (int)v[a].step, (int)st->node_id, b - a);
+    }
+    free(v);
+    return FT_OK;
+}
+
 ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path) {
     if (!p) return FT_ERR_INVALID_ARG;
     rt_key *keys = (rt_key *)malloc((p->n_gpu ? p->n_gpu : 1) * sizeof *keys);
@@ -251,8 +310,14 @@ ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path)
     write_metadata(f, p);
     write_ops(f, p);
     write_gpu(f, p, keys, n_keys);
+    st = write_replayed_steps(f, p);
     fputs("\n]}\n", f);
     free(keys);
+    if (st != FT_OK) { /* no partial file */
+        fclose(f);
+        remove(o.tmp);
+        return st;
+    }
     return out_close(p, &o);
 }
 

@@ -392,7 +392,7 @@ static void test_replay_attribution(void) {
     CHECK_OK(ctx, ft_profiler_write_chrome_trace(p, path));
     check_trace(ctx, p, path);
     ft_json *j = NULL;
-    int tagged = 0;
+    int tagged = 0, steps = 0, step0 = 0;
     if (ft_json_parse_file(ctx, path, &j) == FT_OK) {
         const ft_json *ev = ft_json_get(j, "traceEvents");
         for (int i = 0; ev && i < ft_json_len(ev); i++) {
@@ -401,10 +401,20 @@ static void test_replay_attribution(void) {
             if (st && op && ft_json_number(st) == 2 && !strcmp(ft_json_string(op), ft_op_name(FT_OP_LAYERNORM)) &&
                 ft_json_number(ft_json_get(args, "node")) == 12)
                 tagged++;
+            /* the step slices: step 0 spans its two kernels, 100 to 220 ns */
+            const ft_json *e = ft_json_at(ev, i), *cat = ft_json_get(e, "cat");
+            if (cat && !strcmp(ft_json_string(cat), "replayed_op")) {
+                steps++;
+                if (ft_json_number(st) == 0)
+                    step0 = fabs(ft_json_number(ft_json_get(e, "ts")) - 0.100) < 1e-9 &&
+                            fabs(ft_json_number(ft_json_get(e, "dur")) - 0.120) < 1e-9 &&
+                            !strcmp(ft_json_string(ft_json_get(e, "name")), ft_op_name(FT_OP_LINEAR));
+            }
         }
         ft_json_free(j);
     }
     CHECK(tagged == 1, "%d device slices tagged as step 2 (layernorm, node 12)", tagged);
+    CHECK(steps == 3 && step0, "%d replayed step slices (want 3), step 0 right: %d", steps, step0);
     /* the maps outlive a plan only as long as the profiler's records */
     CHECK_OK(ctx, ft_profiler_start(p));
     CHECK(a->refs == 1 && b->refs == 1, "refs after a new window: %d %d", a->refs, b->refs);
