@@ -413,9 +413,8 @@ static void replays_to_names(ft_profiler *p) {
     for (size_t i = 0; i < p->n_gpu; i++) {
         const ft_gpu_rec *g = &p->gpu[i];
         if (g->step < 0 || g->end <= g->start) continue; /* as linked to the op record */
-        const ft_prof_op *r = &p->ops[g->op];
-        const ft_replay_step *st = &p->replays[r->replay - 1]->step[g->step];
-        ft_prof_name *from = name_slot(p, ft_prof_op_name(r));
+        const ft_replay_step *st = ft_prof_replay_step(p, g);
+        ft_prof_name *from = name_slot(p, ft_prof_op_name(&p->ops[g->op]));
         ft_prof_name *to = name_slot(p, ft_op_name((ft_op)st->op));
         if (!from || !to) continue;
         from->gpu_ns -= g->end - g->start;

@@ -152,6 +152,11 @@ struct ft_profiler {
 /* Name of an op record ("matmul", "graph_launch"). */
 const char *ft_prof_op_name(const ft_prof_op *r);
 
+/* The plan step a device record of an attributed replay belongs to (g->step >= 0). */
+static inline const ft_replay_step *ft_prof_replay_step(const ft_profiler *p, const ft_gpu_rec *g) {
+    return &p->replays[p->ops[g->op].replay - 1]->step[g->step];
+}
+
 /* Closes the window's numbers from its device records (at most cap_gpu of
  * them are kept, the rest count as dropped): CUPTI's, from ft_profiler_stop,
  * or a test's. */

@@ -50,19 +50,13 @@ static const ft_replay_map *map_of(const ft_prof_op *r, ft_replay_map *const *ma
 
 int64_t ft_prof_attribute_replays(ft_gpu_rec *recs, size_t n, ft_prof_op *ops, int64_t n_ops,
                                   ft_replay_map *const *maps, int n_maps) {
+    for (int64_t i = 0; i < n_ops; i++) ops[i].attributed = 0;
+    if (!n) return 0;
+    replay_rec *v = (replay_rec *)malloc(n * sizeof *v);
+    if (!v) return -1;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         recs[i].step = -1;
-        int64_t op = recs[i].op;
-        if (recs[i].kind != FT_GPU_RUNTIME && op >= 0 && op < n_ops && map_of(&ops[op], maps, n_maps))
-            m++;
-    }
-    for (int64_t i = 0; i < n_ops; i++) ops[i].attributed = 0;
-    if (!m) return 0;
-    replay_rec *v = (replay_rec *)malloc(m * sizeof *v);
-    if (!v) return -1;
-    m = 0;
-    for (size_t i = 0; i < n; i++) {
         int64_t op = recs[i].op;
         if (recs[i].kind != FT_GPU_RUNTIME && op >= 0 && op < n_ops && map_of(&ops[op], maps, n_maps))
             v[m++] = (replay_rec){op, recs[i].start, recs[i].end, i};

@@ -208,7 +208,7 @@ static void write_gpu(FILE *f, const ft_profiler *p, const rt_key *keys, size_t 
         }
         const ft_prof_op *r = &p->ops[g->op];
         if (g->step >= 0) { /* a replayed kernel: the op that captured it */
-            const ft_replay_step *st = &p->replays[r->replay - 1]->step[g->step];
+            const ft_replay_step *st = ft_prof_replay_step(p, g);
             fputs(",\"op\":", f);
             put_str(f, ft_op_name((ft_op)st->op));
             fprintf(f, ",\"plan_step\":%d,\"node\":%d}}", (int)g->step, (int)st->node_id);
@@ -268,8 +268,7 @@ static ft_status write_replayed_steps(FILE *f, const ft_profiler *p) {
         uint64_t end = g->end;
         for (b = a + 1; b < n && v[b].op == v[a].op && v[b].step == v[a].step; b++)
             if (p->gpu[v[b].idx].end > end) end = p->gpu[v[b].idx].end;
-        const ft_prof_op *r = &p->ops[v[a].op];
-        const ft_replay_step *st = &p->replays[r->replay - 1]->step[v[a].step];
+        const ft_replay_step *st = ft_prof_replay_step(p, g);
         unsigned pid = GPU_PID_BASE + g->device;
         if (named != g->device) {
             named = g->device;
