@@ -43,6 +43,7 @@ typedef struct ft_plan {
     int n_in;
     ft_graph *g;
     ft_plan_step *steps;
+    ft_tensor **step_nodes; /* [n_steps] steps[i].node, for ft_model_plan_step */
     int n_steps;
     ft_block *arena;
     void *staging;        /* host buffer for inputs converted to the model dtype */
@@ -88,6 +89,7 @@ static void plan_free(ft_plan *p) {
     ft_graph_destroy(p->g);
     if (p->arena) ft_block_unref(p->arena);
     free(p->steps);
+    free(p->step_nodes);
     free(p->staging);
     free(p);
 }
@@ -325,8 +327,10 @@ static ft_status upload_constants(ft_graph *g, size_t *bytes) {
 
 static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
     ft_graph *g = p->g;
-    p->steps = (ft_plan_step *)calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *p->steps);
-    if (!p->steps) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
+    size_t cap = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    p->steps = (ft_plan_step *)calloc(cap, sizeof *p->steps);
+    p->step_nodes = (ft_tensor **)calloc(cap, sizeof *p->step_nodes);
+    if (!p->steps || !p->step_nodes) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
     for (int i = 0; i < g->n_nodes; i++) {
         ft_tensor *n = g->nodes[i];
         if (n->op == FT_OP_NONE || n->op == FT_OP_VIEW) continue;
@@ -342,6 +346,7 @@ static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
                                 ft_node_describe(n, d, sizeof d));
         p->steps[p->n_steps].fn = fn;
         p->steps[p->n_steps].node = n;
+        p->step_nodes[p->n_steps] = n;
         p->n_steps++;
     }
     return FT_OK;
@@ -557,4 +562,20 @@ ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out) {
     out->plan_misses = gs->misses;
     out->plan_evictions = gs->evictions;
     return FT_OK;
+}
+
+bool ft_graph_last_plan(const ft_model *m, ft_plan_view *v) {
+    memset(v, 0, sizeof *v);
+    const ft_graph_state *gs = m ? (const ft_graph_state *)m->graph : NULL;
+    const ft_plan *p = gs ? gs->last : NULL;
+    if (!p) return false;
+    v->g = p->g;
+    v->nodes = p->step_nodes;
+    v->n_steps = p->n_steps;
+    v->arena = p->arena ? (const char *)p->arena->ptr : NULL;
+    v->captured = p->stats.captured;
+#ifdef FT_WITH_CUDA
+    v->map = p->replay;
+#endif
+    return true;
 }

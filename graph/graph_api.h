@@ -23,6 +23,22 @@ void ft_graph_free(ft_model *m);
 
 #define FT_GRAPH_CACHE_SIZE 8
 
+/* The plan of m's last graph or static forward, as ft_model_plan_step reads it
+ * (graph/plan_info.c). */
+struct ft_graph;
+struct ft_replay_map;
+typedef struct ft_plan_view {
+    const struct ft_graph *g;
+    struct ft_tensor *const *nodes; /* [n_steps] the node of each step */
+    int n_steps;
+    const char *arena;              /* base address of the arena (device memory on CUDA) */
+    int captured;                   /* the plan runs as a CUDA Graph */
+    const struct ft_replay_map *map; /* graph nodes per step (NULL: not counted) */
+} ft_plan_view;
+/* Fills *v (zeros and false when m has no plan). v->nodes stays valid until the
+ * next forward of m. */
+bool ft_graph_last_plan(const ft_model *m, ft_plan_view *v);
+
 
 #ifdef __cplusplus
 }

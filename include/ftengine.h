@@ -445,6 +445,42 @@ typedef struct ft_graph_stats {
  */
 ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out);
 
+/**
+ * The plan of the model's last graph or static forward, step by step (what
+ * `ftengine plan` prints): one step per kernel node left after the passes, in
+ * the order they run. Use it to see what the passes fused and where each buffer
+ * lives in the arena.
+ */
+#define FT_PLAN_SRC_INPUT (-1) /* ft_plan_step_info.src_step: a model input */
+#define FT_PLAN_SRC_CONST (-2) /* a weight, or a constant made or folded at plan time */
+typedef struct ft_plan_step_info {
+    const char *op;           /* op name: "linear", "attention", "fused_eltwise", ... */
+    char detail[96];          /* what the step computes beyond its op, as the passes left it:
+                                 a GEMM or conv epilogue ("bias+residual+gelu"), an
+                                 elementwise chain ("mul>scale>add"), "residual" for a layer
+                                 norm of x + r, "mask" for an attention; "" when nothing */
+    ft_dtype dtype;           /* of the output */
+    int ndim;
+    int64_t shape[FT_MAX_DIMS];
+    size_t bytes;             /* of the output */
+    size_t arena_offset;      /* byte offset of the output in the plan's arena */
+    int is_output;            /* the output is (or a view of it is) a model output */
+    int n_src;                /* sources present (an absent optional one is skipped) */
+    int src_step[8];          /* per source: the step that computes it (through views), or
+                                 FT_PLAN_SRC_INPUT / FT_PLAN_SRC_CONST */
+    int graph_nodes;          /* CUDA Graph nodes this step captured (a step may launch more
+                                 than one kernel); 0 when the plan is not captured, -1 when
+                                 the capture could not be counted */
+} ft_plan_step_info;
+
+/** Steps of the model's last plan: 0 before a graph or static forward and in eager mode. */
+int ft_model_plan_length(const ft_model *m);
+/**
+ * Fills *out for step i of the last plan. FT_ERR_INVALID_ARG for NULL arguments
+ * or i outside [0, ft_model_plan_length(m)).
+ */
+ft_status ft_model_plan_step(const ft_model *m, int i, ft_plan_step_info *out);
+
 /** Architecture class name ("BertModel", "DistilBertModel", ...). */
 const char *ft_model_arch(const ft_model *m);
 ft_mode ft_model_mode(const ft_model *m);

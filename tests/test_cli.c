@@ -260,6 +260,24 @@ static void test_other_checkpoint_forms(void) {
 /* `bench --protocol paper` and `sweep`: one table row and one CSV row per
  * (mode, batch), with the kernel counts of graph mode; bad lists are usage
  * errors; a failing sweep leaves no CSV behind. */
+/* `plan` prints the graph-mode plan of a forward on the model's example inputs. */
+static void test_plan(void) {
+    char dir[512];
+    golden_path(dir, sizeof dir, NULL);
+    result r = run_tool((const char *[]){"plan", dir, NULL});
+    CHECK(r.code == 0, "plan exit %d: %s", r.code, r.err);
+    CHECK(strstr(r.out, "mode graph") && strstr(r.out, " steps\n") && strstr(r.out, "fused in"),
+          "plan header: %s", r.out);
+    CHECK(strstr(r.out, " attention ") && strstr(r.out, "bias+residual") &&
+          strstr(r.out, "graph: kernels per forward"), "plan rows: %s", r.out);
+    r = run_tool((const char *[]){"plan", dir, "--mode", "static", NULL});
+    CHECK(r.code == 0 && strstr(r.out, "mode static"), "plan --mode static exit %d: %s", r.code, r.err);
+    r = run_tool((const char *[]){"plan", NULL});
+    CHECK(r.code == 2, "plan without a model exit %d", r.code);
+    r = run_tool((const char *[]){"plan", "/nonexistent/model", NULL});
+    check_error(&r, "/nonexistent/model");
+}
+
 static void test_bench_and_sweep(void) {
     char model[512], csv[300];
     golden_path(model, sizeof model, NULL);
@@ -324,6 +342,7 @@ int main(void) {
     RUN(test_unavailable_device);
     RUN(test_info);
     RUN(test_bench_and_sweep);
+    RUN(test_plan);
     RUN(test_other_checkpoint_forms);
     ft_test_tmpdir_remove();
     return ft_test_finish();

@@ -20,6 +20,8 @@ const char *ft_cli_usage_text =
     "  ftengine sweep MODEL [--device cpu|cuda] [--dtype fp32|fp16|bf16] [--modes eager,graph,static]\n"
     "               [--batches 1,2,4,...] [--seq S] [--protocol paper|sync] [--warmup N] [--iters N]\n"
     "               [--overhead] [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--csv FILE.csv]\n"
+    "  ftengine plan MODEL [--device cpu|cuda] [--mode graph|static] [--dtype fp32|fp16|bf16]\n"
+    "               [--batch B] [--seq S]\n"
     "  ftengine version\n"
     "MODEL is a directory holding config.json and model.safetensors, or a preset name\n"
     "(ftengine info --presets lists them).\n";

@@ -9,6 +9,7 @@
  *   ftengine bench MODEL [--device D] [--mode M] [--dtype T] [--batch B] [--seq S]
  *                [--warmup N] [--iters N] [--protocol paper|sync] [--op-cost-us N]
  *                [--mem-limit BYTES] [--trace FILE.json] [--csv FILE.csv] [--phases]
+ *   ftengine plan MODEL [--device D] [--mode graph|static] [--dtype T] [--batch B] [--seq S]
  *   ftengine sweep MODEL ...   (tools/sweep.c)
  *   ftengine version
  *
@@ -385,6 +386,75 @@ done:
     return rc;
 }
 
+/* ---- plan ---- */
+
+static void shape_text(const ft_plan_step_info *s, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < s->ndim && len < n; d++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? "," : "", (long long)s->shape[d]);
+    if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+static void sources_text(const ft_plan_step_info *s, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < s->n_src && len < n; k++) {
+        const char *sep = k ? "," : "";
+        if (s->src_step[k] == FT_PLAN_SRC_INPUT) len += (size_t)snprintf(buf + len, n - len, "%sin", sep);
+        else if (s->src_step[k] == FT_PLAN_SRC_CONST) len += (size_t)snprintf(buf + len, n - len, "%sw", sep);
+        else len += (size_t)snprintf(buf + len, n - len, "%s%d", sep, s->src_step[k]);
+    }
+}
+
+/* One forward on the architecture's example inputs, then its plan step by step. */
+static int cmd_plan(int argc, char **argv) {
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc;
+    if (!a.model) return usage("plan needs a MODEL");
+    if (a.mode == FT_MODE_EAGER) a.mode = FT_MODE_GRAPH; /* eager has no plan */
+    ft_ctx *ctx = make_ctx(&a, a.device, &rc);
+    if (!ctx) return rc;
+    ft_model *m = load(ctx, &a, &rc);
+    ft_host_tensor in[8];
+    int n_in = 0;
+    void *owned = NULL;
+    if (!m) goto done;
+    if (ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, &owned) != FT_OK ||
+        ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
+        rc = fail("%s", ft_ctx_errmsg(ctx));
+        goto done;
+    }
+    int n = ft_model_plan_length(m);
+    printf("plan: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld: %d steps\n", a.model,
+           ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
+           a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0], n);
+    printf("%5s  %-14s %-20s %-5s %12s %12s %-3s %-14s %5s  %s\n", "step", "op", "output", "dtype",
+           "arena offset", "bytes", "out", "sources", "nodes", "fused in");
+    for (int i = 0; i < n; i++) {
+        ft_plan_step_info s;
+        if (ft_model_plan_step(m, i, &s) != FT_OK) {
+            rc = fail("plan step %d could not be read", i);
+            goto done;
+        }
+        char sh[96], src[64], nodes[16];
+        shape_text(&s, sh, sizeof sh);
+        sources_text(&s, src, sizeof src);
+        if (s.graph_nodes > 0) snprintf(nodes, sizeof nodes, "%d", s.graph_nodes);
+        else snprintf(nodes, sizeof nodes, "%s", s.graph_nodes < 0 ? "?" : "-");
+        printf("%5d  %-14s %-20s %-5s %12zu %12zu %-3s %-14s %5s  %s\n", i, s.op, sh,
+               ft_dtype_name(s.dtype), s.arena_offset, s.bytes, s.is_output ? "yes" : "", src, nodes,
+               s.detail);
+    }
+    printf("sources: step numbers, in = a model input, w = a weight or plan-time constant\n");
+    print_graph_stats(stdout, "graph: ", m);
+done:
+    free(owned);
+    ft_model_free(m);
+    ft_ctx_free(ctx);
+    return rc;
+}
+
 /* ---- version ---- */
 
 static int cmd_version(void) {
@@ -408,6 +478,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return cmd_version();
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(ft_cli_usage_text, stdout);

@@ -1,0 +1,118 @@
+/*
+ * plan_info.c - ft_model_plan_step: the last plan of a model described step by
+ * step for users (`ftengine plan`), so what the passes fused, which step feeds
+ * which, and where each buffer sits in the arena can be read without a debugger.
+ */
+#include "graph_api.h"
+#include "graph.h"
+#include "../engine/replay_map.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(FT_MAX_SRC <= 8, "ft_plan_step_info.src_step is too small");
+
+static const char *act_name(int act) {
+    switch (act) {
+    case FT_ACT_GELU: return "gelu";
+    case FT_ACT_GELU_TANH: return "gelu_tanh";
+    case FT_ACT_RELU: return "relu";
+    case FT_ACT_TANH: return "tanh";
+    case FT_ACT_SIGMOID: return "sigmoid";
+    default: return NULL;
+    }
+}
+
+/* Appends "+what" (or "what" first) to d. */
+static void part(char *d, size_t n, const char *sep, const char *what) {
+    size_t len = strlen(d);
+    if (len + 1 < n) snprintf(d + len, n - len, "%s%s", len ? sep : "", what);
+}
+
+static void describe(const ft_tensor *t, char *d, size_t n) {
+    d[0] = '\0';
+    switch (t->op) {
+    case FT_OP_LINEAR:
+    case FT_OP_CONV1D:
+    case FT_OP_CONV2D: {
+        int act = t->op == FT_OP_LINEAR ? FT_PARAMS(t, ft_params_linear)->act
+                                        : FT_PARAMS(t, ft_params_conv)->act;
+        if (t->src[2]) part(d, n, "+", "bias");
+        if (t->src[3]) part(d, n, "+", "residual");
+        if (act_name(act)) part(d, n, "+", act_name(act));
+        break;
+    }
+    case FT_OP_LAYERNORM:
+        if (t->src[3]) part(d, n, "+", "residual");
+        break;
+    case FT_OP_SOFTMAX:
+    case FT_OP_ATTENTION:
+        if (t->src[t->op == FT_OP_SOFTMAX ? 1 : 3]) part(d, n, "+", "mask");
+        break;
+    case FT_OP_FUSED_ELTWISE: {
+        const ft_params_fused_eltwise *p = FT_PARAMS(t, ft_params_fused_eltwise);
+        for (int s = 0; s < p->n_steps && s < FT_FUSED_MAX_STEPS; s++)
+            part(d, n, ">", ft_op_name((ft_op)p->op[s]));
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* The node that holds t's storage: t itself, or the root of a view. */
+static const ft_tensor *root_of(const ft_tensor *t) {
+    while (t && t->op == FT_OP_VIEW && t->view_src) t = t->view_src;
+    return t;
+}
+
+/* Whether t, or a view of t, is one of the graph's outputs. */
+static int is_output(const ft_graph *g, const ft_tensor *t) {
+    for (int j = 0; j < g->n_out; j++)
+        if (root_of(g->out[j].t) == t) return 1;
+    return 0;
+}
+
+int ft_model_plan_length(const ft_model *m) {
+    ft_plan_view v;
+    return m && ft_graph_last_plan(m, &v) ? v.n_steps : 0;
+}
+
+/* CUDA Graph nodes of step i from the capture's cumulative counts. */
+static int graph_nodes_of(const ft_plan_view *v, int i) {
+    if (!v->captured) return 0;
+    const ft_replay_map *map = v->map;
+    /* counts are whole only if the last step closed on the graph's node count */
+    if (!map || map->n_steps != v->n_steps || v->n_steps == 0 || map->n_nodes < 0 ||
+        map->step[v->n_steps - 1].end != map->n_nodes)
+        return -1;
+    return map->step[i].end - (i ? map->step[i - 1].end : 0);
+}
+
+ft_status ft_model_plan_step(const ft_model *m, int i, ft_plan_step_info *out) {
+    if (!m || !out) return FT_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    ft_plan_view v;
+    if (!ft_graph_last_plan(m, &v) || i < 0 || i >= v.n_steps) return FT_ERR_INVALID_ARG;
+    const ft_tensor *t = v.nodes[i];
+    out->op = ft_op_name(t->op);
+    describe(t, out->detail, sizeof out->detail);
+    out->dtype = t->dtype;
+    out->ndim = t->ndim;
+    for (int d = 0; d < t->ndim && d < FT_MAX_DIMS; d++) out->shape[d] = t->ne[d];
+    out->bytes = ft_nbytes(t);
+    out->arena_offset = v.arena && t->data ? (size_t)((const char *)t->data - v.arena) : SIZE_MAX;
+    out->is_output = is_output(v.g, t);
+    for (int k = 0; k < FT_MAX_SRC; k++) {
+        const ft_tensor *s = root_of(t->src[k]);
+        if (!s) continue;
+        int step = s->flags & FT_TF_INPUT ? FT_PLAN_SRC_INPUT : FT_PLAN_SRC_CONST;
+        /* steps run in graph order, so the producer is an earlier step */
+        for (int j = i - 1; j >= 0 && step == FT_PLAN_SRC_CONST; j--)
+            if (v.nodes[j] == s) step = j;
+        out->src_step[out->n_src++] = step;
+    }
+    out->graph_nodes = graph_nodes_of(&v, i);
+    return FT_OK;
+}

@@ -1,0 +1,181 @@
+/*
+ * test_plan_info.c - ft_model_plan_step on every golden model, read only through
+ * the public API: the plan's steps agree with its stats, every step feeds a later
+ * step or an output (nothing dead survives the passes), no step overwrites a
+ * buffer some later step still reads (the memory plan, checked from outside),
+ * and on CUDA the per-step graph node counts add up to the captured graph.
+ */
+#include "ft_test.h"
+#include "ft_golden.h"
+
+#include <stdint.h>
+
+static const char *const cases[] = {"bert", "funnel", "mobilebert", "resnet", "wavlm"};
+
+/* Checks the plan of m's last forward; returns its length. */
+static int check_plan(const ft_model *m, const char *what, int captured) {
+    ft_graph_stats gs;
+    if (ft_model_graph_stats(m, &gs) != FT_OK || !gs.valid) {
+        CHECK(0, "%s: no graph stats", what);
+        return 0;
+    }
+    int n = ft_model_plan_length(m);
+    CHECK(n == gs.kernels_per_forward, "%s: %d steps, stats say %d kernels", what, n,
+          gs.kernels_per_forward);
+    ft_plan_step_info *s = (ft_plan_step_info *)calloc((size_t)(n ? n : 1), sizeof *s);
+    int *last_read = (int *)calloc((size_t)(n ? n : 1), sizeof *last_read);
+    if (!s || !last_read) {
+        CHECK(0, "out of host memory");
+        free(s);
+        free(last_read);
+        return n;
+    }
+    int outputs = 0, nodes = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        last_read[i] = -1;
+        if (ft_model_plan_step(m, i, &s[i]) != FT_OK) {
+            CHECK(0, "%s: step %d unreadable", what, i);
+            bad = 1;
+            continue;
+        }
+        CHECK(s[i].op && *s[i].op, "%s: step %d has no op name", what, i);
+        CHECK(s[i].ndim >= 1 && s[i].ndim <= FT_MAX_DIMS && s[i].bytes > 0, "%s: step %d shape", what, i);
+        CHECK(s[i].arena_offset != SIZE_MAX && s[i].arena_offset + s[i].bytes <= gs.arena_bytes,
+              "%s: step %d (%s) at %zu + %zu B outside the %zu B arena", what, i, s[i].op,
+              s[i].arena_offset, s[i].bytes, gs.arena_bytes);
+        CHECK(s[i].n_src >= 1, "%s: step %d (%s) reads nothing", what, i, s[i].op);
+        for (int k = 0; k < s[i].n_src; k++) {
+            int src = s[i].src_step[k];
+            CHECK(src == FT_PLAN_SRC_INPUT || src == FT_PLAN_SRC_CONST || (src >= 0 && src < i),
+                  "%s: step %d source %d is %d", what, i, k, src);
+            if (src >= 0 && src < i) last_read[src] = i;
+        }
+        outputs += s[i].is_output;
+        if (captured) {
+            CHECK(s[i].graph_nodes >= 1, "%s: step %d (%s) captured %d graph nodes", what, i, s[i].op,
+                  s[i].graph_nodes);
+            nodes += s[i].graph_nodes;
+        } else {
+            CHECK(s[i].graph_nodes == 0, "%s: step %d has graph nodes without a graph", what, i);
+        }
+    }
+    CHECK(outputs >= 1, "%s: no step holds an output", what);
+    if (captured) CHECK(nodes == gs.graph_nodes, "%s: steps captured %d nodes, the graph has %d", what, nodes, gs.graph_nodes);
+    /* dead-node elimination, seen from outside: every step is used */
+    for (int i = 0; i < n && !bad; i++)
+        CHECK(s[i].is_output || last_read[i] > i, "%s: step %d (%s) feeds nothing", what, i, s[i].op);
+    /* no later step writes over a buffer before its last reader ran, and no step
+     * shares bytes with an output (outputs live for the whole forward) */
+    for (int i = 0; i < n && !bad; i++)
+        for (int j = i + 1; j < n; j++) {
+            int overlap = s[j].arena_offset < s[i].arena_offset + s[i].bytes &&
+                          s[i].arena_offset < s[j].arena_offset + s[j].bytes;
+            if (!overlap) continue;
+            CHECK(!s[i].is_output && !s[j].is_output, "%s: steps %d and %d share bytes with an output",
+                  what, i, j);
+            CHECK(last_read[i] < j, "%s: step %d (%s) overwrites step %d's output, read until step %d",
+                  what, j, s[j].op, i, last_read[i]);
+        }
+    free(s);
+    free(last_read);
+    return n;
+}
+
+static void run_plans(ft_device dev, ft_mode mode, ft_dtype dtype, int captured) {
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(dev, &ctx));
+    for (size_t c = 0; ctx && c < sizeof cases / sizeof cases[0]; c++) {
+        golden_case gc;
+        if (golden_open(ctx, cases[c], &gc)) {
+            CHECK(0, "golden %s: %s", cases[c], ft_ctx_errmsg(ctx));
+            continue;
+        }
+        ft_model_options o = ft_model_options_default();
+        o.mode = mode;
+        o.dtype = dtype;
+        ft_model *m = NULL;
+        CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+        CHECK(ft_model_plan_length(m) == 0, "%s: a plan before the first forward", cases[c]);
+        ft_status st = m ? ft_model_forward(m, gc.in, gc.n_in) : FT_ERR_INVALID_ARG;
+        CHECK(st == FT_OK, "%s forward: %s", cases[c], ft_ctx_errmsg(ctx));
+        char what[96];
+        snprintf(what, sizeof what, "%s %s %s", cases[c], ft_device_name(dev), ft_mode_name(mode));
+        if (st == FT_OK) check_plan(m, what, captured);
+        ft_model_free(m);
+        golden_close(&gc);
+    }
+    ft_ctx_free(ctx);
+}
+
+static void test_plan_info_cpu(void) {
+    run_plans(FT_DEVICE_CPU, FT_MODE_GRAPH, FT_DTYPE_F32, 0);
+    run_plans(FT_DEVICE_CPU, FT_MODE_STATIC, FT_DTYPE_F32, 0);
+}
+
+static void test_plan_info_cuda(void) {
+    if (ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return;
+    }
+    run_plans(FT_DEVICE_CUDA, FT_MODE_GRAPH, FT_DTYPE_F16, 0);
+    run_plans(FT_DEVICE_CUDA, FT_MODE_STATIC, FT_DTYPE_F16, !getenv("FT_DISABLE_CUDA_GRAPHS"));
+}
+
+/* What the passes did shows in the steps: BERT's attention output projection
+ * carries its residual, its FFN GEMM its GELU, its attention the mask. */
+static void test_plan_info_describes_fusions(void) {
+    const char *nofuse = getenv("FT_DISABLE_FUSION");
+    if (nofuse && *nofuse && strcmp(nofuse, "0")) {
+        SKIP("FT_DISABLE_FUSION is set");
+        return;
+    }
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    if (!ctx || golden_open(ctx, "bert", &gc)) {
+        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
+        ft_ctx_free(ctx);
+        return;
+    }
+    ft_model_options o = ft_model_options_default();
+    ft_model *eager = NULL, *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &eager));
+    o.mode = FT_MODE_GRAPH;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    if (eager && m) {
+        CHECK_OK(ctx, ft_model_forward(eager, gc.in, gc.n_in));
+        CHECK(ft_model_plan_length(eager) == 0, "eager mode has a plan");
+        ft_plan_step_info s;
+        CHECK(ft_model_plan_step(eager, 0, &s) == FT_ERR_INVALID_ARG, "eager step 0 readable");
+        CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
+        int n = ft_model_plan_length(m), residual = 0, gelu = 0, attention = 0, ln_res = 0;
+        for (int i = 0; i < n; i++) {
+            CHECK_OK(ctx, ft_model_plan_step(m, i, &s));
+            if (!strcmp(s.op, "linear") && strstr(s.detail, "residual")) residual++;
+            if (!strcmp(s.op, "linear") && strstr(s.detail, "+gelu")) gelu++;
+            if (!strcmp(s.op, "attention") && !strcmp(s.detail, "mask")) attention++;
+            if (!strcmp(s.op, "layernorm") && !strcmp(s.detail, "residual")) ln_res++;
+        }
+        /* 2 layers: the attention output and FFN output GEMMs take the residual, the
+         * attentions the padding mask; the embeddings' last sum goes into their norm */
+        CHECK(residual == 4 && gelu == 2 && attention == 2 && ln_res == 1,
+              "residual %d, gelu %d, masked attention %d, layernorm+residual %d", residual, gelu,
+              attention, ln_res);
+        CHECK(ft_model_plan_step(m, n, &s) == FT_ERR_INVALID_ARG, "step past the end readable");
+        CHECK(ft_model_plan_step(m, -1, &s) == FT_ERR_INVALID_ARG, "step -1 readable");
+        CHECK(ft_model_plan_step(m, 0, NULL) == FT_ERR_INVALID_ARG, "NULL out accepted");
+        CHECK(ft_model_plan_step(NULL, 0, &s) == FT_ERR_INVALID_ARG, "NULL model accepted");
+        CHECK(ft_model_plan_length(NULL) == 0, "NULL model has a plan");
+    }
+    ft_model_free(eager);
+    ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
+int main(void) {
+    RUN(test_plan_info_describes_fusions);
+    RUN(test_plan_info_cpu);
+    RUN(test_plan_info_cuda);
+    return ft_test_finish();
+}
