@@ -289,7 +289,7 @@ ft_tensor *ft_pool_dim(ft_ctx *ctx, ft_tensor *x, int dim, int kind, int kernel,
 /* ------------------------------------------------------------------------- */
 
 ft_tensor *ft_linear(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias) {
-    ft_params_linear p = {FT_ACT_NONE};
+    ft_params_linear p = {FT_ACT_NONE, 1.0f};
     ft_tensor *s[3] = {rows_or_copy(ctx, x), ft_contiguous(ctx, w), bias};
     return dispatch(ctx, FT_OP_LINEAR, s, 3, &p, sizeof p);
 }

@@ -8,6 +8,7 @@
 
 #include "ft_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- helpers ---- */
@@ -280,6 +281,9 @@ int ft_infer_linear(ft_ctx *ctx, ft_tensor *dst) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     if (w->ndim != 2 || x->ne[x->ndim - 1] != w->ne[1])
         return ft_set_error(ctx, FT_ERR_SHAPE, "x [..., K] and w [N, K] do not fit");
+    float alpha = FT_PARAMS(dst, ft_params_linear)->alpha;
+    if (!isfinite(alpha) || alpha == 0.0f) /* also catches parameters left zeroed */
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "linear: alpha %g (finite and nonzero)", (double)alpha);
     int64_t ne[FT_MAX_DIMS];
     memcpy(ne, x->ne, sizeof ne);
     ne[x->ndim - 1] = w->ne[0];

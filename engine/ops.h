@@ -51,7 +51,7 @@ typedef enum ft_op {
     FT_OP_POOL_DIM,      /* 1-d pooling along one dim, ceil mode */
 
     /* linear algebra */
-    FT_OP_LINEAR,        /* src: x [...,K], w [N,K], bias?, residual?  act(x W^T + b + r) */
+    FT_OP_LINEAR,        /* src: x [...,K], w [N,K], bias?, residual?  act(a x W^T + b + r) */
     FT_OP_MATMUL,        /* batched a [...,M,K] b [...,K,N] * alpha */
     FT_OP_ATTENTION,     /* src: q, k, v [B,H,S,D], mask?  softmax(q k^T s + m) v */
 
@@ -97,7 +97,11 @@ typedef struct ft_params_pool_dim {
     int32_t kernel;
     int32_t stride;
 } ft_params_pool_dim;
-typedef struct ft_params_linear { int32_t act; } ft_params_linear;     /* ft_act */
+typedef struct ft_params_linear {
+    int32_t act;  /* ft_act */
+    float alpha;  /* act(alpha * x W^T + b + r): 1 from the op API, another scale folded in
+                     by the graph (graph/pass_affine.c); finite and nonzero */
+} ft_params_linear;
 typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
 typedef struct ft_params_attention { float scale; } ft_params_attention;
 typedef struct ft_params_conv {

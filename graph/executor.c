@@ -424,7 +424,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     size_t shared_bytes = 0;
     for (int i = 0; st == FT_OK && p->g->cache && i < p->g->cache->n; i++) {
         const ft_const_entry *e = &p->g->cache->e[i];
-        if (e->kind != FT_CONST_STACK || e->t->block != ((const ft_tensor *)e->parts[0])->block)
+        if (e->kind != FT_CONST_STACK || e->t->data != e->parts[0]) /* stacks are keyed by memory */
             shared_bytes += ft_nbytes(e->t);
     }
     for (int i = 0; st == FT_OK && i < p->n_in; i++) {
@@ -464,6 +464,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         s->eltwise_fused = pc->eltwise;
         s->nonorm_folded = pc->nonorm;
         s->conv_bn_folded = pc->conv_bn;
+        s->affine_folded = pc->affine;
     }
 #ifdef FT_WITH_CUDA
     if (st == FT_OK && capture) {

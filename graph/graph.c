@@ -126,13 +126,35 @@ ft_status ft_const_cache_put(ft_ctx *ctx, ft_const_cache *c, int kind, uint64_t 
     return st;
 }
 
+bool ft_graph_const_shared(const ft_tensor *t) {
+    while (t && t->op == FT_OP_VIEW) t = t->src[0];
+    return t && t->op == FT_OP_NONE && t->data &&
+           ((t->flags & FT_TF_PERSISTENT) || (t->flags & FT_GF_SHARED)) && !(t->flags & FT_TF_CONST);
+}
+
+/* A stack is keyed by its parts' memory (a folded constant gets a new header in
+ * every plan, its shared storage stays) and, in the tag, their shapes and dtypes. */
+static uint64_t stack_tag(ft_tensor *const *parts, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) {
+        int64_t v[FT_MAX_DIMS + 2] = {parts[i]->dtype, parts[i]->ndim};
+        for (int d = 0; d < parts[i]->ndim; d++) v[2 + d] = parts[i]->ne[d];
+        const unsigned char *b = (const unsigned char *)v;
+        for (size_t k = 0; k < sizeof v; k++) h = (h ^ b[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n) {
-    ft_tensor *hit = ft_const_cache_get(c, FT_CONST_STACK, 0, (const void *const *)parts, n);
-    if (hit) return hit;
     if (n < 1 || n > FT_STACK_MAX) {
         ft_set_error(ctx, FT_ERR_INTERNAL, "stacking %d tensors", n);
         return NULL;
     }
+    const void *key[FT_STACK_MAX];
+    for (int i = 0; i < n; i++) key[i] = parts[i]->data;
+    uint64_t tag = stack_tag(parts, n);
+    ft_tensor *hit = ft_const_cache_get(c, FT_CONST_STACK, tag, key, n);
+    if (hit) return hit;
     ft_tensor *t = ft_tensor_new_persistent(ctx);
     if (!t) return NULL;
     *t = *parts[0];
@@ -160,7 +182,7 @@ ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const
             row += parts[i]->ne[0];
         }
     }
-    if (st == FT_OK) st = cache_add(ctx, c, FT_CONST_STACK, 0, (const void *const *)parts, n, t);
+    if (st == FT_OK) st = cache_add(ctx, c, FT_CONST_STACK, tag, key, n, t);
     if (st != FT_OK) {
         ft_tensor_free_persistent(t);
         return NULL;
@@ -404,11 +426,13 @@ static bool env_on(const char *name) {
 
 ft_status ft_graph_optimize(ft_graph *g) {
     typedef int (*pass_fn)(ft_graph *);
-    /* folding first so later patterns see weights; epilogues after attention and
+    /* folding first so later patterns see weights; affine maps into GEMMs before
+     * the QKV merge stacks the GEMMs they make; epilogues after attention and
      * QKV so a merged GEMM still gets its bias; elementwise chains last, on what
      * no other fusion took */
     static const pass_fn passes[] = {ft_pass_dce,      ft_pass_fold,      ft_pass_nonorm,
-                                     ft_pass_conv_bn,  ft_pass_attention, ft_pass_qkv,
+                                     ft_pass_conv_bn,  ft_pass_affine,    ft_pass_attention,
+                                     ft_pass_qkv,
                                      ft_pass_epilogue, ft_pass_ln_residual, ft_pass_eltwise,
                                      ft_pass_dce};
     int n = (int)(sizeof passes / sizeof passes[0]);

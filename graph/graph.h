@@ -36,7 +36,7 @@ typedef struct ft_graph_io {
 
 /* What each pass did, for the tests and the --profile report. */
 typedef struct ft_pass_counts {
-    int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn;
+    int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn, affine;
 } ft_pass_counts;
 
 /* Weights made at plan time (stacked QKV weights, conv+BN folded weights)
@@ -44,12 +44,12 @@ typedef struct ft_pass_counts {
  * nor holds them twice. Keyed by what they were made from (kind, tag, parts).
  * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
-enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD };
+enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD, FT_CONST_SCALED };
 typedef struct ft_const_entry {
     int kind;
     uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */
-    /* what it was made from: tensor headers (stack, conv+BN), or the data pointers of
-     * the sources (fold: the headers differ per plan, the weights' memory does not) */
+    /* what it was made from: tensor headers (conv+BN), or the data pointers of the
+     * sources (stack, fold, scaled: the headers differ per plan, the memory does not) */
     const void *parts[FT_STACK_MAX];
     int n;
     ft_tensor *t; /* persistent header holding the storage */
@@ -61,7 +61,9 @@ typedef struct ft_const_cache {
 } ft_const_cache;
 
 /* parts[0..n) stacked along dim 0 (contiguous, same dtype and trailing dims),
- * from the cache or made with the backend's copy kernel. NULL + error on failure. */
+ * from the cache or made with the backend's copy kernel. NULL + error on failure.
+ * Keyed by the parts' memory: a cache that outlives the graph (the model's) may
+ * only be given parts whose memory outlives it too (ft_graph_const_shared). */
 ft_tensor *ft_const_cache_stack(ft_ctx *ctx, ft_const_cache *c, ft_tensor *const *parts, int n);
 void ft_const_cache_free(ft_const_cache *c);
 /* The cached constant made as (kind, tag) from parts[0..n) (entries may be NULL), or NULL. */
@@ -123,6 +125,9 @@ bool ft_graph_fusable(const ft_graph *g, const ft_tensor *t);
 ft_tensor *ft_graph_sole_user(const ft_graph *g, const ft_tensor *t);
 /* Whether t is computed from weights and constants only (no input reaches it). */
 bool ft_graph_is_const(const ft_tensor *t);
+/* Whether constant t's memory lives as long as the model: a weight, or a folded
+ * constant held by the model's cache (not one of a plan's own constants). */
+bool ft_graph_const_shared(const ft_tensor *t);
 /* Whether t is a model output. */
 bool ft_graph_is_output(const ft_graph *g, const ft_tensor *t);
 /* Number of nodes that launch a kernel (not views or leaves). */
@@ -133,6 +138,7 @@ int ft_pass_dce(ft_graph *g);
 int ft_pass_fold(ft_graph *g);          /* weight-only subgraphs evaluated at plan time */
 int ft_pass_nonorm(ft_graph *g);        /* linear -> x*gamma+beta folded into the linear */
 int ft_pass_conv_bn(ft_graph *g);       /* conv -> batchnorm folded into the conv */
+int ft_pass_affine(ft_graph *g);        /* scale / bias adds after a linear into GEMMs */
 int ft_pass_qkv(ft_graph *g);           /* sibling linears on one input merged into one GEMM */
 int ft_pass_attention(ft_graph *g);     /* matmul -> softmax -> matmul into one attention */
 int ft_pass_epilogue(ft_graph *g);      /* linear + residual add, linear + activation */

@@ -15,14 +15,6 @@
 
 #include <string.h>
 
-/* Whether t reads memory that outlives the plan: a model weight, or a folded
- * constant the cache shares. */
-static bool shared_memory(const ft_tensor *t) {
-    while (t && t->op == FT_OP_VIEW) t = t->src[0];
-    return t && t->op == FT_OP_NONE && t->data &&
-           ((t->flags & FT_TF_PERSISTENT) || (t->flags & FT_GF_SHARED)) && !(t->flags & FT_TF_CONST);
-}
-
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = (const unsigned char *)p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
@@ -83,7 +75,7 @@ int ft_pass_fold(ft_graph *g) {
         const void *key[FT_MAX_SRC];
         for (int k = 0; k < FT_MAX_SRC; k++) {
             key[k] = t->src[k] ? t->src[k]->data : NULL;
-            if (t->src[k] && !shared_memory(t->src[k])) share = false;
+            if (t->src[k] && !ft_graph_const_shared(t->src[k])) share = false;
         }
         uint64_t tag = share ? fold_tag(t) : 0;
         ft_tensor *hit = share ? ft_const_cache_get(g->cache, FT_CONST_FOLD, tag, key, FT_MAX_SRC) : NULL;

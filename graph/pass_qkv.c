@@ -13,6 +13,8 @@
  */
 #include "graph.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,10 +53,14 @@ static bool layout_ok(const ft_tensor *u, int k, const ft_tensor *t) {
 }
 
 /* Re-expresses view v of a contiguous root of shape ne (strides cs) against the
- * root's new strides nbn at element offset base. */
+ * root's new strides nbn at element offset base. In the merged buffer only the
+ * columns move apart (rows are ntot apart instead of N): every dim but the last
+ * keeps nbn[j - 1] = ne[j] * nbn[j], so a view step of whole rows may cross from
+ * one of those dims into the next (Funnel's [B, L, H] -> [B*L, N, Dh] head view),
+ * while a step within a row must stay inside the row's N columns. */
 static bool remap_view(const ft_tensor *v, int nd, const int64_t *ne, const int64_t *cs,
                        const int64_t *nbn, int64_t base, remap *out) {
-    int64_t u[FT_MAX_DIMS], ext[FT_MAX_DIMS] = {0}, o = v->view_offs;
+    int64_t u[FT_MAX_DIMS], ext = 0, o = v->view_offs;
     out->offs = base;
     for (int j = 0; j < nd; j++) {
         u[j] = (o / cs[j]) % ne[j];
@@ -66,22 +72,28 @@ static bool remap_view(const ft_tensor *v, int nd, const int64_t *ne, const int6
         if (v->ne[k] == 1 || s == 0) continue;
         int j = 0;
         while (j < nd && cs[j] > s) j++;
-        if (j == nd || s % cs[j] != 0 || s / cs[j] >= ne[j]) return false;
-        ext[j] += (v->ne[k] - 1) * (s / cs[j]);
+        if (j == nd || s % cs[j] != 0) return false;
+        if (j == nd - 1) { /* within a row */
+            if (s >= ne[j]) return false;
+            ext += (v->ne[k] - 1) * s;
+        }
         out->nb[k] = (s / cs[j]) * nbn[j];
     }
-    for (int j = 0; j < nd; j++)
-        if (u[j] + ext[j] >= ne[j] && ext[j] > 0) return false;
+    if (ext > 0 && u[nd - 1] + ext >= ne[nd - 1]) return false;
     out->v = (ft_tensor *)v;
     return true;
 }
 
 /* Stacks tensors along dim 0; the result is shared through the model's cache
- * or, without one, owned by the graph. */
+ * or, without one (or with a part the plan owns), owned by the graph. */
 static ft_tensor *stack(ft_graph *g, ft_tensor **parts, int n) {
     ft_const_cache local = {0};
-    ft_tensor *s = ft_const_cache_stack(g->ctx, g->cache ? g->cache : &local, parts, n);
-    if (!s || g->cache) return s;
+    /* a part only this plan holds (a folded constant not in the model's cache)
+     * may free its memory with the plan: such a stack is the plan's own */
+    bool share = g->cache != NULL;
+    for (int i = 0; i < n; i++) share = share && ft_graph_const_shared(parts[i]);
+    ft_tensor *s = ft_const_cache_stack(g->ctx, share ? g->cache : &local, parts, n);
+    if (!s || share) return s;
     ft_tensor *t = ft_graph_new_tensor(g);
     if (t) {
         int id = t->id;
@@ -92,6 +104,51 @@ static ft_tensor *stack(ft_graph *g, ft_tensor **parts, int n) {
     }
     ft_const_cache_free(&local);
     return t;
+}
+
+static float alpha_of(const ft_tensor *l) { return FT_PARAMS(l, ft_params_linear)->alpha; }
+
+/* Whether |a / b| is a power of two: weights scaled by it are the same numbers. */
+static bool pow2_ratio(float a, float b) {
+    int e;
+    float r = a / b;
+    return isfinite(r) && r != 0.0f && fabsf(frexpf(r, &e)) == 0.5f;
+}
+
+/* w * r (|r| a power of two >= 1, so exact unless a value overflows the dtype:
+ * then NULL), shared through the model's cache when w's memory is the model's.
+ * Lets linears with different folded scales (alpha) share one GEMM: the merged
+ * GEMM takes the smallest alpha and the others' weights grow by the ratio. */
+static ft_tensor *rescaled(ft_graph *g, ft_tensor *w, float r, int *fail) {
+    bool share = g->cache && ft_graph_const_shared(w);
+    uint32_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    const void *key[1] = {w->data};
+    uint64_t tag = ((uint64_t)bits << 8) | (uint64_t)w->dtype;
+    ft_tensor *hit = share ? ft_const_cache_get(g->cache, FT_CONST_SCALED, tag, key, 1) : NULL;
+    if (hit && ft_shape_equal(hit, w)) return hit;
+    float *h = ft_graph_const_to_host(g, w);
+    if (!h) {
+        *fail = 1;
+        return NULL;
+    }
+    double top = w->dtype == FT_DTYPE_F16 ? 65504.0 : (double)FLT_MAX;
+    int64_t n = ft_numel(w);
+    bool fits = true;
+    for (int64_t i = 0; i < n && fits; i++) {
+        h[i] *= r;
+        fits = fabs((double)h[i]) <= top;
+    }
+    ft_tensor *t = fits ? ft_graph_const_from_host(g, w->dtype, w->ndim, w->ne, h) : NULL;
+    free(h);
+    if (fits && !t) *fail = 1;
+    if (!t || !share) return t;
+    if (ft_const_cache_put(g->ctx, g->cache, FT_CONST_SCALED, tag, key, 1, t) != FT_OK) {
+        *fail = 1;
+        return NULL;
+    }
+    /* the cache's persistent header: stacks of it are keyed alike in every plan */
+    return ft_const_cache_get(g->cache, FT_CONST_SCALED, tag, key, 1);
 }
 
 static int plan_remaps(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, const int64_t *col,
@@ -116,7 +173,17 @@ static int merge_group(ft_graph *g, ft_tensor **grp, int n) {
     }
     int r = plan_remaps(g, grp, n, nd, ntot, col, rm, cap_rm, &n_rm);
     if (r == 1) r = apply(g, grp, n, nd, ntot, col, rm, n_rm);
+    /* one member whose readers cannot take a column slice must not keep the
+     * others from merging: merge those that can */
+    ft_tensor *keep[MAX_GROUP];
+    int nk = 0;
+    for (int i = 0; r == 0 && n > 2 && i < n; i++) {
+        int64_t c0 = 0;
+        int dummy = 0;
+        if (plan_remaps(g, &grp[i], 1, nd, ntot, &c0, rm, cap_rm, &dummy) == 1) keep[nk++] = grp[i];
+    }
     free(rm);
+    if (nk >= 2 && nk < n) return merge_group(g, keep, nk);
     return r;
 }
 
@@ -161,9 +228,15 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
     ft_ctx *ctx = g->ctx;
     ft_tensor *x = grp[0]->src[0];
     ft_tensor *ws[MAX_GROUP], *bs[MAX_GROUP];
+    float ag = alpha_of(grp[0]);
+    for (int i = 1; i < n; i++)
+        if (fabsf(alpha_of(grp[i])) < fabsf(ag)) ag = alpha_of(grp[i]);
     for (int i = 0; i < n; i++) {
         ws[i] = grp[i]->src[1];
-        bs[i] = grp[i]->src[2];
+        bs[i] = grp[i]->src[2]; /* added after alpha: unchanged */
+        int fail = 0;
+        if (alpha_of(grp[i]) != ag && !(ws[i] = rescaled(g, ws[i], alpha_of(grp[i]) / ag, &fail)))
+            return fail ? -1 : 0;
     }
     ft_tensor *wm = stack(g, ws, n), *bm = bs[0] ? stack(g, bs, n) : NULL;
     if (!wm || (bs[0] && !bm)) return ctx->status ? -1 : 0;
@@ -173,6 +246,7 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
     mm->src[0] = x;
     mm->src[1] = wm;
     mm->src[2] = bm;
+    ((ft_params_linear *)(void *)mm->op_params)->alpha = ag;
     mm->ne[nd - 1] = ntot;
     ft_tensor_set_contiguous_strides(mm);
     mm->flags &= ~(uint32_t)FT_TF_OUTPUT;
@@ -201,29 +275,43 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
     return 1;
 }
 
+/* Whether l may share one GEMM with l0: same dtypes, width K and bias presence,
+ * and alphas (scales folded into the GEMM, graph/pass_affine.c) a power of two
+ * apart. */
+static bool same_class(const ft_tensor *l, const ft_tensor *l0) {
+    return l->dtype == l0->dtype && l->src[1]->ne[1] == l0->src[1]->ne[1] &&
+           pow2_ratio(alpha_of(l), alpha_of(l0)) &&
+           l->src[1]->dtype == l0->src[1]->dtype && !l->src[2] == !l0->src[2] &&
+           (!l->src[2] || l->src[2]->dtype == l0->src[2]->dtype);
+}
+
 int ft_pass_qkv(ft_graph *g) {
     int merged = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ft_tensor *x = g->nodes[i];
         if (x->flags & FT_GF_DEAD) continue;
-        ft_tensor *grp[MAX_GROUP];
-        int n = 0;
-        for (int j = i + 1; j < g->n_nodes && n < MAX_GROUP; j++) {
+        /* the siblings reading x, then one group per class (a bias-free linear
+         * among biased ones must not keep those from merging) */
+        ft_tensor *cand[2 * MAX_GROUP];
+        int nc = 0;
+        for (int j = i + 1; j < g->n_nodes && nc < 2 * MAX_GROUP; j++) {
             ft_tensor *l = g->nodes[j];
-            if (l->src[0] != x || !mergeable(l)) continue;
-            if (n) {
-                const ft_tensor *l0 = grp[0];
-                if (l->dtype != l0->dtype || l->src[1]->ne[1] != l0->src[1]->ne[1] ||
-                    l->src[1]->dtype != l0->src[1]->dtype || !l->src[2] != !l0->src[2] ||
-                    (l->src[2] && l->src[2]->dtype != l0->src[2]->dtype))
-                    continue;
-            }
-            grp[n++] = l;
+            if (l->src[0] == x && mergeable(l)) cand[nc++] = l;
         }
-        if (n < 2) continue;
-        int r = merge_group(g, grp, n);
-        if (r < 0) return -1;
-        merged += r;
+        for (int c = 0; c < nc; c++) {
+            if (!cand[c]) continue;
+            ft_tensor *grp[MAX_GROUP], *rep = cand[c];
+            int n = 0;
+            for (int j = c; j < nc && n < MAX_GROUP; j++)
+                if (cand[j] && same_class(cand[j], rep)) {
+                    grp[n++] = cand[j];
+                    cand[j] = NULL;
+                }
+            if (n < 2) continue;
+            int r = merge_group(g, grp, n);
+            if (r < 0) return -1;
+            merged += r;
+        }
     }
     g->passes.qkv += merged;
     return merged;

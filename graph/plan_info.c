@@ -38,6 +38,11 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     case FT_OP_CONV2D: {
         int act = t->op == FT_OP_LINEAR ? FT_PARAMS(t, ft_params_linear)->act
                                         : FT_PARAMS(t, ft_params_conv)->act;
+        if (t->op == FT_OP_LINEAR && FT_PARAMS(t, ft_params_linear)->alpha != 1.0f) {
+            char a[32];
+            snprintf(a, sizeof a, "alpha %g", (double)FT_PARAMS(t, ft_params_linear)->alpha);
+            part(d, n, "+", a);
+        }
         if (t->src[2]) part(d, n, "+", "bias");
         if (t->src[3]) part(d, n, "+", "residual");
         if (act_name(act)) part(d, n, "+", act_name(act));

@@ -421,7 +421,8 @@ typedef struct ft_graph_stats {
                                   -1 if the graph could not be listed */
     /* what the passes did */
     int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
-        eltwise_fused, nonorm_folded, conv_bn_folded;
+        eltwise_fused, nonorm_folded, conv_bn_folded,
+        affine_folded; /* scales and bias adds after a linear taken into GEMMs */
     /* memory (bytes) */
     size_t arena_bytes;        /* the one arena of intermediates, inputs and outputs */
     size_t sum_intermediate_bytes; /* the same buffers without any reuse */
@@ -456,7 +457,8 @@ ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out);
 typedef struct ft_plan_step_info {
     const char *op;           /* op name: "linear", "attention", "fused_eltwise", ... */
     char detail[96];          /* what the step computes beyond its op, as the passes left it:
-                                 a GEMM or conv epilogue ("bias+residual+gelu"), an
+                                 a GEMM or conv epilogue ("bias+residual+gelu", a folded
+                                 scale "alpha 0.125"), an
                                  elementwise chain ("mul>scale>add"), "residual" for a layer
                                  norm of x + r, "mask" for an attention; "" when nothing */
     ft_dtype dtype;           /* of the output */

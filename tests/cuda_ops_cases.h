@@ -216,10 +216,13 @@ static ft_tensor *b_linear(ft_ctx *c, ft_tensor **in, int v) {
     if (v == 1) return ft_linear(c, in[0], in[1], NULL);
     if (v == 2) return ft_linear(c, ft_slice(c, in[0], -1, 2, 100), in[1], in[2]); /* lda > K */
     if (v == 3) return ft_linear(c, in[0], tr(c, in[1], 0, 1), in[2]);             /* w given as [K,N]^T */
-    /* graph-fused epilogues: act(x w^T + b (+ r)) with act = v - 4 (and a residual from 10) */
-    ft_params_linear p = {(v - 4) % 6};
-    ft_tensor *s[4] = {in[0], in[1], in[2], v >= 10 ? in[3] : NULL};
-    return ft_dispatch(c, FT_OP_LINEAR, s, v >= 10 ? 4 : 3, &p, sizeof p);
+    /* graph-fused epilogues: act(x w^T + b (+ r)) with act = v - 4 (and a residual from 10);
+     * 12 and 13: a folded scale, act(0.125 x w^T + b (+ r)) */
+    ft_params_linear p = {v >= 12 ? (v == 13 ? FT_ACT_GELU : FT_ACT_NONE) : (v - 4) % 6,
+                          v >= 12 ? 0.125f : 1.0f};
+    int res = v >= 10 && v != 12;
+    ft_tensor *s[4] = {in[0], in[1], in[2], res ? in[3] : NULL};
+    return ft_dispatch(c, FT_OP_LINEAR, s, res ? 4 : 3, &p, sizeof p);
 }
 static const op_case cases_linear[] = {
     {"linear odd", b_linear, 0, 3, {I(3, 3, 17, 129), I(2, 65, 129), I(1, 65)}, 0},
@@ -237,6 +240,9 @@ static const op_case cases_linear[] = {
      {I(2, 17, 129), I(2, 65, 129), I(1, 65), I(2, 17, 65)}, 0},
     {"linear+gelu+residual bert", b_linear, 11, 4,
      {I(2, 128, 768), I(2, 768, 768), I(1, 768), I(2, 128, 768)}, 0},
+    {"linear alpha", b_linear, 12, 3, {I(3, 3, 17, 129), I(2, 65, 129), I(1, 65)}, 0},
+    {"linear alpha+gelu+residual", b_linear, 13, 4,
+     {I(2, 17, 129), I(2, 65, 129), I(1, 65), I(2, 17, 65)}, 0},
 };
 
 static ft_tensor *b_matmul(ft_ctx *c, ft_tensor **in, int v) {

@@ -476,7 +476,7 @@ static int linear_gelu(ft_ctx *ctx, int act, const float *x, const float *w, con
     ft_tensor *in[3] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, xs, x),
                         ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, ws, w),
                         ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, b)};
-    ft_params_linear p = {act};
+    ft_params_linear p = {act, 1.0f};
     ft_tensor *o = in[0] && in[1] && in[2] ? ft_dispatch(ctx, FT_OP_LINEAR, in, 3, &p, sizeof p) : NULL;
     int ok = o && ft_tensor_to_host(ctx, o, FT_DTYPE_F32, y, 17 * 65 * sizeof(float)) == FT_OK;
     ft_arena_release_to(ctx, mark);

@@ -172,13 +172,17 @@ static void test_sgemm_batched(void) {
 /* ---- linear ---- */
 
 /* ref [rows, N] = act(x [rows, K] W^T + bias + res) */
+/* the GEMM's alpha (a scale the graph folds into a linear) for linear_ref */
+static double ref_alpha = 1.0;
+
 static double *linear_ref(const float *x, const float *w, const float *bias, const float *res,
                           int act, int64_t rows, int64_t n, int64_t k) {
     double *r = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof(double));
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < n; j++) {
-            double acc = bias ? bias[j] : 0.0;
-            for (int64_t p = 0; p < k; p++) acc += (double)x[i * k + p] * w[j * k + p];
+            double dot = 0.0;
+            for (int64_t p = 0; p < k; p++) dot += (double)x[i * k + p] * w[j * k + p];
+            double acc = ref_alpha * dot + (bias ? bias[j] : 0.0);
             if (res) acc += res[i * n + j];
             r[i * n + j] = act_ref(act, acc);
         }
@@ -245,15 +249,27 @@ static void test_linear_epilogue(void) {
                 int64_t rows = 35, n = 21, k = 67;
                 float *x = rvals(rows * k, dt), *w = rvals(n * k, dt), *bias = rvals(n, dt),
                       *res = rvals(rows * n, dt);
+                /* every other case with a folded scale: alpha applies to x W^T only */
+                float alpha = (act + with_res) % 2 ? 0.3f : 1.0f;
+                ref_alpha = alpha;
                 double *ref = linear_ref(x, w, bias, with_res ? res : NULL, act, rows, n, k);
+                ref_alpha = 1.0;
                 int64_t xs[2] = {rows, k}, ws[2] = {n, k}, bs[1] = {n}, ys[2] = {rows, n};
                 ft_tensor *src[4] = {up(dt, 2, xs, x), up(dt, 2, ws, w), up(dt, 1, bs, bias),
                                      with_res ? up(dt, 2, ys, res) : NULL};
-                ft_params_linear p = {act};
+                ft_params_linear p = {act, alpha};
                 ft_tensor *y = ft_dispatch(ctx, FT_OP_LINEAR, src, 4, &p, sizeof p);
-                char what[64];
-                snprintf(what, sizeof what, "linear %s act %d residual %d", ft_dtype_name(dt), act,
-                         with_res);
+                char what[80];
+                snprintf(what, sizeof what, "linear %s act %d residual %d alpha %g", ft_dtype_name(dt), act,
+                         with_res, (double)alpha);
+                if (act == FT_ACT_NONE && !with_res) {
+                    /* parameters left zeroed are refused, not a silent zero output */
+                    ft_params_linear z = {act, 0.0f};
+                    CHECK(ft_dispatch(ctx, FT_OP_LINEAR, src, 3, &z, sizeof z) == NULL &&
+                              ft_ctx_status(ctx) == FT_ERR_INVALID_ARG,
+                          "linear with alpha 0 accepted");
+                    ft_ctx_clear_error(ctx);
+                }
                 cmp(y, ref, rows * n, tol_of(dt), what);
                 free(x);
                 free(w);
@@ -275,7 +291,7 @@ static void test_linear_residual_layouts(void) {
     double *ref = linear_ref(x, w, NULL, res, FT_ACT_RELU, rows, n, k);
     int64_t xs[2] = {rows, k}, ws[2] = {n, k}, ts[2] = {n, rows}, ys[2] = {rows, n};
     ft_tensor *xt = up(FT_DTYPE_F32, 2, xs, x), *wt = up(FT_DTYPE_F32, 2, ws, w);
-    ft_params_linear p = {FT_ACT_RELU};
+    ft_params_linear p = {FT_ACT_RELU, 1.0f};
     ft_tensor *src[4] = {xt, wt, NULL, ft_transpose(ctx, up(FT_DTYPE_F32, 2, ts, rest), 0, 1)};
     cmp(ft_dispatch(ctx, FT_OP_LINEAR, src, 4, &p, sizeof p), ref, rows * n, 2e-4,
         "linear with a transposed residual");

@@ -94,7 +94,18 @@ static ft_status toy_forward(ft_model *m, ft_ctx *ctx) {
     for (int i = 0; i < 6 * 16; i++) tab[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
     ft_tensor *ct = ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, (int64_t[]){6, t->d}, tab);
     ft_tensor *cv = ft_linear(ctx, y, ft_slice(ctx, ct, 0, 1, 4), NULL); /* [B, S, 4] */
+    /* Funnel's attention inputs: a bias-free linear scaled, then two bias vectors
+     * added to it (on CUDA both sums become GEMMs, which merge), and a linear with
+     * another scale */
+    ft_tensor *qf = ft_scale(ctx, ft_linear(ctx, y, t->wk, NULL), 0.25f, 0.0f);
+    ft_tensor *qn = ft_scale(ctx, ft_linear(ctx, y, t->wv, NULL), 0.3f, 0.0f);
+    ft_tensor *qa = ft_add(ctx, qf, t->bq), *qb = ft_add(ctx, qf, t->bk);
+    /* a third such GEMM on y (same scale, a bias) whose reader, tanh, takes no
+     * column slice: the other two still merge */
+    ft_tensor *th = ft_tanh(ctx, ft_add(ctx, ft_scale(ctx, ft_linear(ctx, y, t->wv, NULL), 0.25f, 0.0f), t->bv));
+    ft_tensor *af = ft_add(ctx, ft_matmul(ctx, ft_matmul(ctx, qa, ft_transpose(ctx, qb, -1, -2), 1.0f), qn, 1.0f), th);
     ft_model_add_output(m, "last_hidden_state", y);
+    ft_model_add_output(m, "affine", af);
     ft_model_add_output(m, "const_view", cv);
     ft_model_add_output(m, "nonorm", nn);
     ft_model_add_output(m, "tail", e);
@@ -216,7 +227,7 @@ static void test_trace_and_dce(void) {
     toy_input ti;
     ft_graph *g = toy_graph(ctx, m, &ti, 2, 7);
     if (g) {
-        CHECK(g->n_in == 2 && g->n_out == 4, "inputs %d outputs %d", g->n_in, g->n_out);
+        CHECK(g->n_in == 2 && g->n_out == 5, "inputs %d outputs %d", g->n_in, g->n_out);
         int before = ft_graph_kernel_count(g);
         int removed = ft_pass_dce(g);
         ft_graph_compact(g);
@@ -326,8 +337,8 @@ static void compare_modes(ft_device dev, int64_t B, int64_t S) {
     toy_input_make(&ti, B, S, 1);
     int64_t n = B * S * 16;
     float e[4 * 9 * 16], gr[4 * 9 * 16], s[4 * 9 * 16];
-    const char *outs[] = {"last_hidden_state", "tail", "nonorm"};
-    for (int o = 0; o < 3; o++) {
+    const char *outs[] = {"last_hidden_state", "tail", "nonorm", "affine"};
+    for (int o = 0; o < 4; o++) {
         ft_status st = run_get(me, ti.in, 2, outs[o], e, (size_t)n);
         if (kernels_pending(ctx, st)) {
             SKIP("CPU kernels pending: %s", ft_ctx_errmsg(ctx));
@@ -349,17 +360,23 @@ static void compare_modes(ft_device dev, int64_t B, int64_t S) {
               "graph launches %d kernels, eager %d", gs.kernels_per_forward, gs.traced_kernels);
         CHECK(gs.dce_removed >= 1, "dce %d", gs.dce_removed);
         if (!getenv("FT_DISABLE_FUSION")) {
-            /* each pass proved by its count: 1 attention, 1 QKV merge, GELU and
-             * residual epilogues, add+LN, and the tanh(scale) * y tail chain */
+            /* each pass proved by its count: 1 attention, QKV merges, GELU and
+             * residual epilogues, add+LN, the tanh(scale) * y tail chain, and the
+             * affine pass: 3 scales into GEMM alphas and the tanh branch's bias;
+             * on CUDA also the two bias adds of the shared scaled linear, as
+             * GEMMs that merge (without the tanh branch's, whose reader takes no
+             * column slice) */
+            int cuda = dev == FT_DEVICE_CUDA;
             CHECK(gs.attention_fused == 1, "attention %d", gs.attention_fused);
-            CHECK(gs.qkv_merged == 1, "qkv %d", gs.qkv_merged);
+            CHECK(gs.qkv_merged == 1 + cuda, "qkv %d", gs.qkv_merged);
+            CHECK(gs.affine_folded == 4 + 2 * cuda, "affine %d", gs.affine_folded);
             CHECK(gs.epilogues >= 2, "epilogues %d", gs.epilogues);
             CHECK(gs.ln_residual >= 1, "ln_residual %d", gs.ln_residual);
             CHECK(gs.eltwise_fused >= 1, "eltwise %d", gs.eltwise_fused);
             CHECK(gs.folded == 1, "folded %d", gs.folded);
             CHECK(gs.nonorm_folded == 1, "nonorm %d", gs.nonorm_folded);
         }
-        CHECK(gs.plan_misses == 1 && gs.plan_hits == 2, "misses %llu hits %llu",
+        CHECK(gs.plan_misses == 1 && gs.plan_hits == 3, "misses %llu hits %llu",
               (unsigned long long)gs.plan_misses, (unsigned long long)gs.plan_hits);
         CHECK(gs.arena_bytes <= gs.peak_live_bytes * 11 / 10, "arena %zu bound %zu", gs.arena_bytes,
               gs.peak_live_bytes);

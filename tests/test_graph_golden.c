@@ -520,36 +520,45 @@ static void test_resnet_conv_bn_folded(void) {
 /* WavLM's weight norm folds from weights alone: a second input shape takes the
  * folded weight from the model's constant cache (same constant bytes, nothing
  * of that size allocated again), and both shapes still match eager. */
-static void test_fold_shared_across_plans(void) {
-    if (fusion_disabled()) return;
+/* Golden case `name` run in graph mode on dev at its own shape, then at batch 1
+ * and length len (another plan): the second plan must share every plan-time
+ * weight the first made (same shared bytes, allocating no more than its arena
+ * and own constants) and match eager mode there. Returns the first plan's stats
+ * (valid -1 when dev has no device). */
+static ft_graph_stats second_plan_shares(ft_device dev, const char *name, int64_t len) {
+    ft_graph_stats g1, g2;
+    memset(&g1, 0, sizeof g1);
+    ft_graph_stats fail = g1;
+    fail.valid = -1;
     ft_ctx *ctx = NULL;
     golden_case gc;
-    if (open_case(FT_DEVICE_CPU, "wavlm", &ctx, &gc)) return;
+    if (open_case(dev, name, &ctx, &gc)) return fail;
     ft_model *m = load_case(ctx, &gc, FT_MODE_GRAPH, 0), *e = load_case(ctx, &gc, FT_MODE_EAGER, 0);
-    ft_host_tensor one = gc.in[0];
-    one.shape[0] = 1;
-    one.shape[1] = 12000; /* another length too: another plan */
-    ft_graph_stats g1, g2;
+    /* the first len entries of each input's first row (inputs are [B, L] row-major) */
+    ft_host_tensor one[8];
+    for (int i = 0; i < gc.n_in; i++) {
+        one[i] = gc.in[i];
+        one[i].shape[0] = 1;
+        one[i].shape[1] = len;
+    }
     if (m && e) {
-        CHECK_OK(ctx, ft_model_forward(m, gc.in, 1));
+        CHECK_OK(ctx, ft_model_forward(m, gc.in, gc.n_in));
         CHECK_OK(ctx, ft_model_graph_stats(m, &g1));
-        CHECK(g1.folded > 0 && g1.shared_const_bytes > 0, "nothing shared (%d folded, %zu bytes)", g1.folded,
-              g1.shared_const_bytes);
-        /* the gated position bias joins the mask of the fused attention, every layer */
-        CHECK(g1.attention_fused == 2, "attention fused in %d of 2 WavLM layers", g1.attention_fused);
+        CHECK(g1.shared_const_bytes > 0, "%s: nothing shared", name);
         ft_mem_stats before = ft_ctx_mem_stats(ctx);
-        CHECK_OK(ctx, ft_model_forward(m, &one, 1));
+        CHECK_OK(ctx, ft_model_forward(m, one, gc.n_in));
         ft_mem_stats after = ft_ctx_mem_stats(ctx);
         CHECK_OK(ctx, ft_model_graph_stats(m, &g2));
-        CHECK(g2.plans_cached == 2 && g2.folded == g1.folded, "%d plans, %d then %d folded", g2.plans_cached,
-              g1.folded, g2.folded);
-        CHECK(g2.shared_const_bytes == g1.shared_const_bytes, "shared constants %zu then %zu",
+        CHECK(g2.plans_cached == 2 && g2.folded == g1.folded, "%s: %d plans, %d then %d folded", name,
+              g2.plans_cached, g1.folded, g2.folded);
+        CHECK(g2.shared_const_bytes == g1.shared_const_bytes, "%s: shared constants %zu then %zu", name,
               g1.shared_const_bytes, g2.shared_const_bytes);
-        /* the second plan allocates its arena and its own constants, not the shared ones again */
+        /* the second plan allocates its arena and its own constants, not the shared
+         * ones again (the allocator's size classes round each small constant up) */
         size_t grew = after.allocated - before.allocated;
-        CHECK(grew <= g2.arena_bytes + g2.const_bytes + 65536, "the second plan allocated %zu bytes (arena %zu, "
-              "own constants %zu)", grew, g2.arena_bytes, g2.const_bytes);
-        CHECK_OK(ctx, ft_model_forward(e, &one, 1));
+        CHECK(grew <= g2.arena_bytes + g2.const_bytes + g2.const_bytes / 4 + 65536, "%s: the second plan "
+              "allocated %zu bytes (arena %zu, own constants %zu)", name, grew, g2.arena_bytes, g2.const_bytes);
+        CHECK_OK(ctx, ft_model_forward(e, one, gc.n_in));
         ft_tensor *a = ft_model_output_find(m, "last_hidden_state"), *b = ft_model_output_find(e, "last_hidden_state");
         int64_t n = a && b ? ft_tensor_numel(a) : 0;
         float *x = (float *)malloc((size_t)(n ? n : 1) * 4), *y = (float *)malloc((size_t)(n ? n : 1) * 4);
@@ -560,9 +569,9 @@ static void test_fold_shared_across_plans(void) {
                 double d = fabs((double)x[i] - y[i]);
                 worst = d > worst ? d : worst;
             }
-            CHECK(worst <= 1e-4, "graph vs eager at the second shape: max abs diff %g", worst);
+            CHECK(worst <= 1e-4, "%s: graph vs eager at the second shape: max abs diff %g", name, worst);
         } else {
-            CHECK(0, "outputs missing");
+            CHECK(0, "%s: outputs missing", name);
         }
         free(x);
         free(y);
@@ -571,7 +580,37 @@ static void test_fold_shared_across_plans(void) {
     ft_model_free(e);
     golden_close(&gc);
     ft_ctx_free(ctx);
+    return g1;
 }
+
+static void test_fold_shared_across_plans(void) {
+    if (fusion_disabled()) return;
+    ft_graph_stats g1 = second_plan_shares(FT_DEVICE_CPU, "wavlm", 12000);
+    CHECK(g1.folded > 0, "nothing folded");
+    /* the gated position bias joins the mask of the fused attention, every layer */
+    CHECK(g1.attention_fused == 2, "attention fused in %d of 2 WavLM layers", g1.attention_fused);
+}
+
+/* Funnel scales q by 1/8 and adds three bias vectors to it: the scale goes into
+ * the weights, and on CUDA each sum becomes a GEMM with that bias (4 rewrites
+ * per layer) that stacks with K and V; on the CPU only the scale is folded and K
+ * and V merge. Made once per model, shared by every plan; the golden batch of 2
+ * checks the merge through Funnel's [B*L, N, Dh] head views. */
+static void funnel_affine(ft_device dev) {
+    if (fusion_disabled()) return;
+    ft_graph_stats g1 = second_plan_shares(dev, "funnel", 64);
+    if (g1.valid < 0) return;
+    int per_layer = dev == FT_DEVICE_CUDA ? 4 : 1;
+    CHECK(g1.affine_folded == per_layer * 5, "%s: affine rewrites %d, want %d in each of 5 layers",
+          ft_device_name(dev), g1.affine_folded, per_layer);
+    /* CUDA: the three q GEMMs merge with K and V where they read the same input,
+     * and apart from them in the 2 layers that pool the query */
+    int merges = dev == FT_DEVICE_CUDA ? 7 : 5;
+    CHECK(g1.qkv_merged == merges, "%s: %d Q/K/V merges in 5 layers, want %d", ft_device_name(dev),
+          g1.qkv_merged, merges);
+}
+static void test_funnel_affine_shared(void) { funnel_affine(FT_DEVICE_CPU); }
+static void test_funnel_affine_shared_cuda(void) { funnel_affine(FT_DEVICE_CUDA); }
 
 /* Funnel's positional and token-type terms are added to the scores before the
  * softmax: they join the mask, and all 5 attention layers (3 blocks of 1, 2
@@ -619,6 +658,8 @@ int main(void) {
     RUN(test_qkv_stack_is_packed);
     RUN(test_fold_shared_across_plans);
     RUN(test_funnel_attention_fused);
+    RUN(test_funnel_affine_shared);
+    RUN(test_funnel_affine_shared_cuda);
     RUN(test_golden_graph_cpu);
     RUN(test_golden_static_cpu);
     RUN(test_golden_graph_cuda);

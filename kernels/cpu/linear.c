@@ -50,6 +50,7 @@ static void out_done(ft_tensor *dst, float *y) {
 FT_CPU_KERNEL(linear) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
     int act = FT_PARAMS(dst, ft_params_linear)->act;
+    float alpha = FT_PARAMS(dst, ft_params_linear)->alpha;
     int64_t k = w->ne[1], n = w->ne[0];
     int64_t rows = 0, rs = 0;
     bool x_rows = ft_tensor_rows_layout(x, &rows, &rs);
@@ -75,8 +76,8 @@ FT_CPU_KERNEL(linear) {
     if (fx.owned) rs = k; /* the staged copy is contiguous */
     if (res_in_c && res->data != (void *)y)
         memmove(y, res->data, (size_t)(rows * n) * sizeof(float));
-    /* y [rows, N] = x [rows, K] * W^T (+ y holding the residual), W [N, K] */
-    if (ft_cpu_sgemm(false, true, rows, n, k, 1.0f, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f, y,
+    /* y [rows, N] = alpha x [rows, K] * W^T (+ y holding the residual), W [N, K] */
+    if (ft_cpu_sgemm(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f, y,
                      n)) {
         st = oom(ctx, "linear");
         goto done;

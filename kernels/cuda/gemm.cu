@@ -461,7 +461,7 @@ FT_CUDA_KERNEL(linear) {
     g.ldb = wld;
     g.c = dst->data;
     g.ldc = g.n;
-    g.alpha = 1.0f;
+    g.alpha = FT_PARAMS(dst, ft_params_linear)->alpha;
     g.act = FT_PARAMS(dst, ft_params_linear)->act;
 
     ft_block *bias_blk = NULL;
