@@ -86,11 +86,22 @@ static ft_tensor *insert_node(ft_graph *g, ft_tensor *before, ft_op op, ft_tenso
 #define MAX_BIAS 4
 
 /* The mask the fused attention adds: the biases (any float dtype, cast to f32) and
- * the softmax's mask (f32 or NULL), summed. */
+ * the softmax's mask (f32 or NULL), summed. Biases of one 16-bit dtype are summed
+ * in it first, as eager mode adds them to the 16-bit scores, and cast once: one
+ * cast instead of one per bias, and a sum the elementwise pass can chain with
+ * what computed the biases. */
 static ft_tensor *joined_mask(ft_graph *g, ft_tensor *before, ft_tensor **bias, int n, ft_tensor *mask) {
     ft_tensor *sum = mask;
-    for (int i = 0; i < n; i++) {
-        ft_tensor *b = bias[i];
+    bool same = n > 1;
+    for (int i = 1; i < n; i++) same = same && bias[i]->dtype == bias[0]->dtype;
+    ft_tensor *pre = NULL;
+    if (same && bias[0]->dtype != FT_DTYPE_F32) {
+        pre = bias[0];
+        for (int i = 1; i < n && pre; i++) pre = insert_node(g, before, FT_OP_ADD, pre, bias[i], NULL, 0);
+        if (!pre) return NULL;
+    }
+    for (int i = 0; i < (pre ? 1 : n); i++) {
+        ft_tensor *b = pre ? pre : bias[i];
         if (b->dtype != FT_DTYPE_F32) {
             ft_params_copy p = {(int32_t)FT_DTYPE_F32};
             if (!(b = insert_node(g, before, FT_OP_COPY, b, NULL, &p, sizeof p))) return NULL;

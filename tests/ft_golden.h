@@ -58,6 +58,22 @@ static __attribute__((unused)) void golden_close(golden_case *g) {
     memset(g, 0, sizeof *g);
 }
 
+/* A context on `dev` with golden case `name` open; 0, or -1 after recording why
+ * (a missing CUDA device is a skip, anything else a failure). */
+static __attribute__((unused)) int golden_open_on(ft_device dev, const char *name, ft_ctx **ctx, golden_case *gc) {
+    *ctx = NULL;
+    if (dev == FT_DEVICE_CUDA && ft_cuda_device_count() == 0) {
+        SKIP("no CUDA device");
+        return -1;
+    }
+    CHECK_OK(*ctx, ft_ctx_create(dev, ctx));
+    if (*ctx && golden_open(*ctx, name, gc) == 0) return 0;
+    CHECK(0, "golden %s: %s", name, *ctx ? ft_ctx_errmsg(*ctx) : "");
+    ft_ctx_free(*ctx);
+    *ctx = NULL;
+    return -1;
+}
+
 /* Compares one output with the expected tensor; 0 if it passes, else -1 with a message. */
 static __attribute__((unused)) int golden_compare(ft_ctx *ctx, const ft_tensor *got, const ft_st_tensor *exp, golden_tol tol,
                           char *msg, size_t msz) {

@@ -121,22 +121,24 @@ static void test_plan_info_cuda(void) {
     run_plans(FT_DEVICE_CUDA, FT_MODE_STATIC, FT_DTYPE_F16, !getenv("FT_DISABLE_CUDA_GRAPHS"));
 }
 
+/* A context on dev with golden case `name` open, for a test of the passes; 0, or
+ * -1 after a SKIP (fusion switched off, no device) or a failure. */
+static int open_for_fusion(ft_device dev, const char *name, ft_ctx **ctx, golden_case *gc) {
+    const char *nofuse = getenv("FT_DISABLE_FUSION");
+    *ctx = NULL;
+    if (nofuse && *nofuse && strcmp(nofuse, "0")) {
+        SKIP("FT_DISABLE_FUSION is set");
+        return -1;
+    }
+    return golden_open_on(dev, name, ctx, gc);
+}
+
 /* What the passes did shows in the steps: BERT's attention output projection
  * carries its residual, its FFN GEMM its GELU, its attention the mask. */
 static void test_plan_info_describes_fusions(void) {
-    const char *nofuse = getenv("FT_DISABLE_FUSION");
-    if (nofuse && *nofuse && strcmp(nofuse, "0")) {
-        SKIP("FT_DISABLE_FUSION is set");
-        return;
-    }
     ft_ctx *ctx = NULL;
     golden_case gc;
-    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
-    if (!ctx || golden_open(ctx, "bert", &gc)) {
-        CHECK(0, "golden bert: %s", ctx ? ft_ctx_errmsg(ctx) : "");
-        ft_ctx_free(ctx);
-        return;
-    }
+    if (open_for_fusion(FT_DEVICE_CPU, "bert", &ctx, &gc)) return;
     ft_model_options o = ft_model_options_default();
     ft_model *eager = NULL, *m = NULL;
     CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &eager));
@@ -173,9 +175,41 @@ static void test_plan_info_describes_fusions(void) {
     ft_ctx_free(ctx);
 }
 
+/* Funnel in fp16 on CUDA: the positional and token-type score terms are summed
+ * in fp16 and cast to the attention's f32 mask once per layer (one cast per term
+ * before), and that sum chains with the product before it. */
+static void test_plan_funnel_fp16_mask(void) {
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    if (open_for_fusion(FT_DEVICE_CUDA, "funnel", &ctx, &gc)) return;
+    ft_model_options o = ft_model_options_default();
+    o.mode = FT_MODE_GRAPH;
+    o.dtype = FT_DTYPE_F16;
+    ft_model *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    if (m && ft_model_forward(m, gc.in, gc.n_in) == FT_OK) {
+        int n = ft_model_plan_length(m), attention = 0, casts = 0, chains = 0;
+        for (int i = 0; i < n; i++) {
+            ft_plan_step_info s;
+            CHECK_OK(ctx, ft_model_plan_step(m, i, &s));
+            attention += !strcmp(s.op, "attention");
+            casts += !strcmp(s.op, "copy") && s.dtype == FT_DTYPE_F32 && s.ndim == 4; /* score terms */
+            chains += !strcmp(s.op, "fused_eltwise") && s.dtype == FT_DTYPE_F16 && strstr(s.detail, ">add");
+        }
+        CHECK(attention == 5 && casts == 5 && chains == 5, "%d attentions, %d score casts to f32, %d f16 chains ending in add",
+              attention, casts, chains);
+    } else {
+        CHECK(0, "funnel fp16 forward: %s", ft_ctx_errmsg(ctx));
+    }
+    ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 int main(void) {
     RUN(test_plan_info_describes_fusions);
     RUN(test_plan_info_cpu);
     RUN(test_plan_info_cuda);
+    RUN(test_plan_funnel_fp16_mask);
     return ft_test_finish();
 }
