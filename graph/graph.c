@@ -77,6 +77,47 @@ ft_tensor *ft_graph_const_from_host(ft_graph *g, ft_dtype dtype, int ndim, const
     return st == FT_OK ? t : NULL;
 }
 
+void ft_graph_make_view(ft_tensor *t, ft_tensor *src, ft_tensor *root, int64_t offs) {
+    t->op = FT_OP_VIEW;
+    memset(t->op_params, 0, sizeof t->op_params);
+    memset(t->src, 0, sizeof t->src);
+    t->src[0] = src;
+    t->view_src = root;
+    t->view_offs = offs;
+    t->flags |= FT_TF_VIEW;
+    t->data = NULL;
+}
+
+ft_tensor *ft_graph_const_derived(ft_graph *g, int kind, uint64_t tag, ft_tensor *src, int ndim,
+                                  const int64_t *ne, ft_const_make_fn make, const void *user, int *fail) {
+    bool share = g->cache && ft_graph_const_shared(src);
+    const void *key[1] = {src->data};
+    tag = tag * 31 + (uint64_t)src->dtype;
+    ft_tensor *hit = share ? ft_const_cache_get(g->cache, kind, tag, key, 1) : NULL;
+    if (hit) return hit;
+    float *h = ft_graph_const_to_host(g, src);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= ne[d];
+    float *out = h ? (float *)malloc((size_t)(n ? n : 1) * sizeof *out) : NULL;
+    ft_tensor *t = NULL;
+    if (!out) {
+        if (h) ft_set_error(g->ctx, FT_ERR_OOM, "out of host memory");
+        *fail = 1;
+    } else if (make(h, src, out, user)) {
+        t = ft_graph_const_from_host(g, src->dtype, ndim, ne, out);
+        if (!t) *fail = 1;
+    }
+    free(h);
+    free(out);
+    if (!t || !share) return t;
+    if (ft_const_cache_put(g->ctx, g->cache, kind, tag, key, 1, t) != FT_OK) {
+        *fail = 1;
+        return NULL;
+    }
+    /* the cache's persistent header: what is made of it is keyed alike in every plan */
+    return ft_const_cache_get(g->cache, kind, tag, key, 1);
+}
+
 /* Whether parts are contiguous, of one dtype and one block, each starting where
  * the previous one ends: then their stack along dim 0 is that memory as is. */
 static bool packed(ft_tensor *const *parts, int n) {

@@ -9,6 +9,8 @@
  *   (act(alpha x W^T + b + r), applied to the fp32 accumulator before the
  *   output is rounded): no weight is copied, and for a power of two, as
  *   Funnel's 1/8, the result is the same number, barring underflow.
+ * - linear -> reshape [..., G, q] -> sum_last (WavLM's gate): q rows of the
+ *   weights summed per group at plan time, the same sums in another order.
  * - a bias-free linear every user of which adds a constant [N] vector c_i:
  *   each add becomes linear(x, W, c_i), alpha kept. alpha x W^T + c_i is the
  *   same sum, rounded once where eager mode rounds the product first. With one
@@ -113,10 +115,63 @@ static int biases_into_gemms(ft_graph *g) {
     return n;
 }
 
+/* out [G, K] = sums of q consecutive rows of w [G * q, K] (a bias: K = 1). */
+static bool sum_rows(const float *w, const ft_tensor *t, float *out, const void *user) {
+    int64_t q = *(const int64_t *)user, k = t->ndim == 2 ? t->ne[1] : 1, rows = t->ne[0] / q;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < k; c++) {
+            float s = 0.0f;
+            for (int64_t j = 0; j < q; j++) s += w[(r * q + j) * k + c];
+            out[r * k + c] = s;
+        }
+    return true;
+}
+
+/* linear [..., G * q] -> reshape [..., G, q] -> sum_last -> [..., G, 1] (WavLM's
+ * gate: two sums of 4 projections): the linear's rows summed per group at plan
+ * time, W'[g] = sum_j W[g q + j] (the same sum in another order), and the sum
+ * becomes a view of the narrower GEMM's output. */
+static int fold_group_sums(ft_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *s = g->nodes[i], *v = s->src[0];
+        if (s->op != FT_OP_SUM_LAST || (s->flags & FT_GF_DEAD) || !v || v->op != FT_OP_VIEW) continue;
+        ft_tensor *l = v->view_src;
+        if (!l || !plain_linear(l) || l->src[3] || !ft_graph_fusable(g, l) || ft_graph_uses(g, v) != 1 ||
+            v->view_offs != 0 || !ft_tensor_contiguous(v) || v->ndim != l->ndim + 1 || s->dtype != l->dtype)
+            continue;
+        int nd = l->ndim;
+        int64_t q = v->ne[nd], groups = v->ne[nd - 1];
+        bool fits = q > 1 && groups * q == l->ne[nd - 1];
+        for (int d = 0; d < nd - 1 && fits; d++) fits = v->ne[d] == l->ne[d];
+        if (!fits) continue;
+        ft_tensor *w = l->src[1], *b = l->src[2];
+        int fail = 0;
+        int64_t wne[2] = {groups, w->ne[1]};
+        ft_tensor *w2 = ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, w, 2, wne, sum_rows, &q, &fail);
+        ft_tensor *b2 = w2 && b ? ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, b, 1, &groups,
+                                                          sum_rows, &q, &fail)
+                                : NULL;
+        if (fail) return -1;
+        if (!w2 || (b && !b2)) continue;
+        l->src[1] = w2;
+        l->src[2] = b2;
+        l->ne[nd - 1] = groups;
+        ft_tensor_set_contiguous_strides(l);
+        /* the sum, [..., G, 1], is now the GEMM's output seen through a view */
+        ft_graph_make_view(s, l, l, 0);
+        ft_tensor_set_contiguous_strides(s);
+        v->flags |= FT_GF_DEAD;
+        n++;
+    }
+    return n;
+}
+
 int ft_pass_affine(ft_graph *g) {
     int a = fold_scales(g);
-    if (a < 0) return -1;
+    int c = a < 0 ? -1 : fold_group_sums(g);
+    if (c < 0) return -1;
     int b = biases_into_gemms(g);
-    g->passes.affine += a + b;
-    return a + b;
+    g->passes.affine += a + b + c;
+    return a + b + c;
 }

@@ -56,16 +56,9 @@ static bool untranspose(ft_graph *g, ft_tensor *kt) {
     if (!root) return false;
     ft_tensor *src = base == kt ? kt->src[0] : base;
     (void)g;
-    kt->op = FT_OP_VIEW;
-    memset(kt->op_params, 0, sizeof kt->op_params);
-    memset(kt->src, 0, sizeof kt->src);
-    kt->src[0] = src;
-    kt->view_src = root;
-    kt->view_offs = offs;
-    kt->flags |= FT_TF_VIEW;
+    ft_graph_make_view(kt, src, root, offs);
     memcpy(kt->ne, ne, sizeof ne);
     memcpy(kt->nb, nb, sizeof nb);
-    kt->data = NULL;
     return true;
 }
 
@@ -160,14 +153,7 @@ static int heads_merged_in_place(ft_graph *g, ft_tensor *a) {
     a->nb[2] = H * Dv;
     a->nb[0] = S * H * Dv;
     for (int d = 0; d < 4; d++) u->nb[d] = a->nb[perm[d]]; /* now contiguous */
-    c->op = FT_OP_VIEW;
-    memset(c->op_params, 0, sizeof c->op_params);
-    memset(c->src, 0, sizeof c->src);
-    c->src[0] = u;
-    c->view_src = a;
-    c->view_offs = 0;
-    c->flags |= FT_TF_VIEW;
-    c->data = NULL;
+    ft_graph_make_view(c, u, a, 0);
     /* views taken of the copy (the reshape to [B, S, D]) now alias a: their root
      * must say so, or the planner would free a's memory before they are read */
     for (int i = c->id + 1; i < g->n_nodes; i++) {

@@ -60,18 +60,39 @@ static int fuse_residuals(ft_graph *g) {
     return n;
 }
 
+/* An activation may also read the GEMM through a reshape (a contiguous view of
+ * all of it, read by nothing else): elementwise, it commutes with the view. */
+static ft_tensor *through_reshape(const ft_graph *g, ft_tensor *t, ft_tensor **view) {
+    *view = NULL;
+    if (t->op != FT_OP_VIEW) return t;
+    ft_tensor *root = t->view_src;
+    if (!root || t->view_offs != 0 || !ft_tensor_contiguous(t) || ft_numel(t) != ft_numel(root) ||
+        ft_graph_uses(g, t) != 1 || ft_graph_is_output(g, t))
+        return NULL;
+    *view = t;
+    return root;
+}
+
 static int fuse_activations(ft_graph *g) {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ft_tensor *a = g->nodes[i];
         ft_act act = act_for(a->op);
-        if (act == FT_ACT_NONE || (a->flags & FT_GF_DEAD)) continue;
-        ft_tensor *mm = a->src[0];
+        if (act == FT_ACT_NONE || (a->flags & FT_GF_DEAD) || !a->src[0]) continue;
+        ft_tensor *view;
+        ft_tensor *mm = through_reshape(g, a->src[0], &view);
         if (!mm || !is_gemm_epilogue_op(mm->op) || *act_of(mm) != FT_ACT_NONE ||
             !ft_graph_fusable(g, mm) || a->dtype != mm->dtype)
             continue;
         *act_of(mm) = act;
-        absorb(g, mm, a);
+        if (view) {
+            /* the view now shows the activated output; a's readers read the view */
+            ft_graph_replace_uses(g, a, view);
+            a->flags |= FT_GF_DEAD;
+            a->flags &= ~(uint32_t)FT_TF_OUTPUT;
+        } else {
+            absorb(g, mm, a);
+        }
         n++;
     }
     return n;

@@ -115,40 +115,25 @@ static bool pow2_ratio(float a, float b) {
     return isfinite(r) && r != 0.0f && fabsf(frexpf(r, &e)) == 0.5f;
 }
 
+/* out = w * r, declined if a value would overflow the dtype. */
+static bool scale_by(const float *w, const ft_tensor *t, float *out, const void *user) {
+    float r = *(const float *)user;
+    double top = t->dtype == FT_DTYPE_F16 ? 65504.0 : (double)FLT_MAX;
+    for (int64_t i = 0, n = ft_numel(t); i < n; i++) {
+        out[i] = w[i] * r;
+        if (fabs((double)out[i]) > top) return false;
+    }
+    return true;
+}
+
 /* w * r (|r| a power of two >= 1, so exact unless a value overflows the dtype:
  * then NULL), shared through the model's cache when w's memory is the model's.
  * Lets linears with different folded scales (alpha) share one GEMM: the merged
  * GEMM takes the smallest alpha and the others' weights grow by the ratio. */
 static ft_tensor *rescaled(ft_graph *g, ft_tensor *w, float r, int *fail) {
-    bool share = g->cache && ft_graph_const_shared(w);
     uint32_t bits;
     memcpy(&bits, &r, sizeof bits);
-    const void *key[1] = {w->data};
-    uint64_t tag = ((uint64_t)bits << 8) | (uint64_t)w->dtype;
-    ft_tensor *hit = share ? ft_const_cache_get(g->cache, FT_CONST_SCALED, tag, key, 1) : NULL;
-    if (hit && ft_shape_equal(hit, w)) return hit;
-    float *h = ft_graph_const_to_host(g, w);
-    if (!h) {
-        *fail = 1;
-        return NULL;
-    }
-    double top = w->dtype == FT_DTYPE_F16 ? 65504.0 : (double)FLT_MAX;
-    int64_t n = ft_numel(w);
-    bool fits = true;
-    for (int64_t i = 0; i < n && fits; i++) {
-        h[i] *= r;
-        fits = fabs((double)h[i]) <= top;
-    }
-    ft_tensor *t = fits ? ft_graph_const_from_host(g, w->dtype, w->ndim, w->ne, h) : NULL;
-    free(h);
-    if (fits && !t) *fail = 1;
-    if (!t || !share) return t;
-    if (ft_const_cache_put(g->ctx, g->cache, FT_CONST_SCALED, tag, key, 1, t) != FT_OK) {
-        *fail = 1;
-        return NULL;
-    }
-    /* the cache's persistent header: stacks of it are keyed alike in every plan */
-    return ft_const_cache_get(g->cache, FT_CONST_SCALED, tag, key, 1);
+    return ft_graph_const_derived(g, FT_CONST_SCALED, bits, w, w->ndim, w->ne, scale_by, &r, fail);
 }
 
 static int plan_remaps(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, const int64_t *col,
@@ -262,15 +247,9 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
     }
     for (int i = 0; i < n; i++) {
         ft_tensor *l = grp[i];
-        l->op = FT_OP_VIEW;
-        memset(l->op_params, 0, sizeof l->op_params);
-        memset(l->src, 0, sizeof l->src);
-        l->src[0] = mm;
-        l->view_src = mm;
-        l->view_offs = col[i];
+        ft_graph_make_view(l, mm, mm, col[i]);
         for (int d = nd - 1; d >= 0; d--)
             l->nb[d] = d == nd - 1 ? 1 : d == nd - 2 ? ntot : l->nb[d + 1] * l->ne[d + 1];
-        l->flags |= FT_TF_VIEW;
     }
     return 1;
 }

@@ -206,10 +206,43 @@ static void test_plan_funnel_fp16_mask(void) {
     ft_ctx_free(ctx);
 }
 
+/* WavLM's gate, sigmoid(sum of 4 of 8 projections) per head: the sums fold into
+ * the projection's weights (2 outputs instead of 8, no sum kernel) and the
+ * sigmoid into its epilogue, through the reshape between them. */
+static void test_plan_wavlm_gate(void) {
+    ft_ctx *ctx = NULL;
+    golden_case gc;
+    if (open_for_fusion(FT_DEVICE_CPU, "wavlm", &ctx, &gc)) return;
+    ft_model_options o = ft_model_options_default();
+    o.mode = FT_MODE_GRAPH;
+    ft_model *m = NULL;
+    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
+    if (m && ft_model_forward(m, gc.in, gc.n_in) == FT_OK) {
+        int n = ft_model_plan_length(m), gates = 0, loose = 0;
+        for (int i = 0; i < n; i++) {
+            ft_plan_step_info s;
+            CHECK_OK(ctx, ft_model_plan_step(m, i, &s));
+            gates += !strcmp(s.op, "linear") && !strcmp(s.detail, "bias+sigmoid") && s.shape[s.ndim - 1] == 2;
+            loose += !strcmp(s.op, "sum_last") || !strcmp(s.op, "sigmoid");
+        }
+        ft_graph_stats gs;
+        CHECK_OK(ctx, ft_model_graph_stats(m, &gs));
+        CHECK(gates == 2 && loose == 0 && gs.affine_folded == 2,
+              "%d gate GEMMs with 2 outputs and a sigmoid, %d sum/sigmoid kernels left, %d affine rewrites",
+              gates, loose, gs.affine_folded);
+    } else {
+        CHECK(0, "wavlm forward: %s", ft_ctx_errmsg(ctx));
+    }
+    ft_model_free(m);
+    golden_close(&gc);
+    ft_ctx_free(ctx);
+}
+
 int main(void) {
     RUN(test_plan_info_describes_fusions);
     RUN(test_plan_info_cpu);
     RUN(test_plan_info_cuda);
     RUN(test_plan_funnel_fp16_mask);
+    RUN(test_plan_wavlm_gate);
     return ft_test_finish();
 }
