@@ -88,34 +88,46 @@ void ft_graph_make_view(ft_tensor *t, ft_tensor *src, ft_tensor *root, int64_t o
     t->data = NULL;
 }
 
-ft_tensor *ft_graph_const_derived(ft_graph *g, int kind, uint64_t tag, ft_tensor *src, int ndim,
-                                  const int64_t *ne, ft_const_make_fn make, const void *user, int *fail) {
-    bool share = g->cache && ft_graph_const_shared(src);
-    const void *key[1] = {src->data};
-    tag = tag * 31 + (uint64_t)src->dtype;
-    ft_tensor *hit = share ? ft_const_cache_get(g->cache, kind, tag, key, 1) : NULL;
+ft_tensor *ft_graph_const_derived(ft_graph *g, int kind, uint64_t tag, ft_tensor *const *src, int n_src,
+                                  int ndim, const int64_t *ne, ft_const_make_fn make, const void *user,
+                                  int *fail) {
+    if (n_src < 1 || n_src > FT_STACK_MAX) {
+        ft_set_error(g->ctx, FT_ERR_INTERNAL, "a constant derived from %d constants", n_src);
+        *fail = 1;
+        return NULL;
+    }
+    bool share = g->cache != NULL;
+    const void *key[FT_STACK_MAX];
+    for (int i = 0; i < n_src; i++) {
+        share = share && ft_graph_const_shared(src[i]);
+        key[i] = src[i]->data;
+        tag = tag * 31 + (uint64_t)src[i]->dtype;
+    }
+    ft_tensor *hit = share ? ft_const_cache_get(g->cache, kind, tag, key, n_src) : NULL;
     if (hit) return hit;
-    float *h = ft_graph_const_to_host(g, src);
+    float *h[FT_STACK_MAX] = {NULL};
+    bool ok = true;
+    for (int i = 0; i < n_src && ok; i++) ok = (h[i] = ft_graph_const_to_host(g, src[i])) != NULL;
     int64_t n = 1;
     for (int d = 0; d < ndim; d++) n *= ne[d];
-    float *out = h ? (float *)malloc((size_t)(n ? n : 1) * sizeof *out) : NULL;
+    float *out = ok ? (float *)malloc((size_t)(n ? n : 1) * sizeof *out) : NULL;
     ft_tensor *t = NULL;
     if (!out) {
-        if (h) ft_set_error(g->ctx, FT_ERR_OOM, "out of host memory");
+        if (ok) ft_set_error(g->ctx, FT_ERR_OOM, "out of host memory");
         *fail = 1;
-    } else if (make(h, src, out, user)) {
-        t = ft_graph_const_from_host(g, src->dtype, ndim, ne, out);
+    } else if (make((const float *const *)h, (const ft_tensor *const *)src, out, user)) {
+        t = ft_graph_const_from_host(g, src[0]->dtype, ndim, ne, out);
         if (!t) *fail = 1;
     }
-    free(h);
+    for (int i = 0; i < n_src; i++) free(h[i]);
     free(out);
     if (!t || !share) return t;
-    if (ft_const_cache_put(g->ctx, g->cache, kind, tag, key, 1, t) != FT_OK) {
+    if (ft_const_cache_put(g->ctx, g->cache, kind, tag, key, n_src, t) != FT_OK) {
         *fail = 1;
         return NULL;
     }
     /* the cache's persistent header: what is made of it is keyed alike in every plan */
-    return ft_const_cache_get(g->cache, kind, tag, key, 1);
+    return ft_const_cache_get(g->cache, kind, tag, key, n_src);
 }
 
 /* Whether parts are contiguous, of one dtype and one block, each starting where

@@ -45,7 +45,7 @@ typedef struct ft_pass_counts {
  * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
 enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD, FT_CONST_SCALED,
-       FT_CONST_GROUP_SUM };
+       FT_CONST_GROUP_SUM, FT_CONST_NONORM_W, FT_CONST_NONORM_B };
 typedef struct ft_const_entry {
     int kind;
     uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */
@@ -108,14 +108,17 @@ float *ft_graph_const_to_host(ft_graph *g, ft_tensor *t);
 /* A new graph-owned constant of dtype holding the f32 host values given. */
 ft_tensor *ft_graph_const_from_host(ft_graph *g, ft_dtype dtype, int ndim, const int64_t *shape,
                                     const float *data);
-/* A constant computed on the host from constant src (its values as f32, in
- * src's order) by make, which fills out (ndim / ne, src's dtype) and returns
- * false to decline. Through the model's cache under (kind, tag) when src's memory
- * is the model's, so every plan shares one copy. NULL when declined, or on an
- * error (then *fail = 1 and the context holds the message). */
-typedef bool (*ft_const_make_fn)(const float *src, const ft_tensor *t, float *out, const void *user);
-ft_tensor *ft_graph_const_derived(ft_graph *g, int kind, uint64_t tag, ft_tensor *src, int ndim,
-                                  const int64_t *ne, ft_const_make_fn make, const void *user, int *fail);
+/* A constant computed on the host from constants src[0..n_src) (their values as
+ * f32 in h[], in each one's order) by make, which fills out (ndim / ne, src[0]'s
+ * dtype) and returns false to decline. Through the model's cache under (kind,
+ * tag) when every source's memory is the model's, so every plan shares one copy.
+ * NULL when declined, or on an error (then *fail = 1 and the context holds the
+ * message). */
+typedef bool (*ft_const_make_fn)(const float *const *h, const ft_tensor *const *src, float *out,
+                                 const void *user);
+ft_tensor *ft_graph_const_derived(ft_graph *g, int kind, uint64_t tag, ft_tensor *const *src, int n_src,
+                                  int ndim, const int64_t *ne, ft_const_make_fn make, const void *user,
+                                  int *fail);
 /* Turns node t into a view of root (offset offs elements, t's own shape and
  * strides kept), read through src (root or a view of it). */
 void ft_graph_make_view(ft_tensor *t, ft_tensor *src, ft_tensor *root, int64_t offs);

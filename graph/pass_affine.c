@@ -116,7 +116,9 @@ static int biases_into_gemms(ft_graph *g) {
 }
 
 /* out [G, K] = sums of q consecutive rows of w [G * q, K] (a bias: K = 1). */
-static bool sum_rows(const float *w, const ft_tensor *t, float *out, const void *user) {
+static bool sum_rows(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    const float *w = h[0];
+    const ft_tensor *t = src[0];
     int64_t q = *(const int64_t *)user, k = t->ndim == 2 ? t->ne[1] : 1, rows = t->ne[0] / q;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < k; c++) {
@@ -148,8 +150,9 @@ static int fold_group_sums(ft_graph *g) {
         ft_tensor *w = l->src[1], *b = l->src[2];
         int fail = 0;
         int64_t wne[2] = {groups, w->ne[1]};
-        ft_tensor *w2 = ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, w, 2, wne, sum_rows, &q, &fail);
-        ft_tensor *b2 = w2 && b ? ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, b, 1, &groups,
+        ft_tensor *w2 = ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, &w, 1, 2, wne, sum_rows, &q,
+                                               &fail);
+        ft_tensor *b2 = w2 && b ? ft_graph_const_derived(g, FT_CONST_GROUP_SUM, (uint64_t)q, &b, 1, 1, &groups,
                                                           sum_rows, &q, &fail)
                                 : NULL;
         if (fail) return -1;

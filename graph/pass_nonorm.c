@@ -3,7 +3,8 @@
  * linear folded into the linear's weights at plan time:
  *   W'[n, :] = W[n, :] * gamma[n],  b'[n] = b[n] * gamma[n] + beta[n].
  * The same arithmetic in a different order, so equal to eager within rounding.
- * Only when the linear and the multiply feed nothing else.
+ * Only when the linear and the multiply feed nothing else. The folded weights
+ * go into the model's constant cache: every plan (input shape) shares them.
  */
 #include "graph.h"
 
@@ -14,6 +15,22 @@ static ft_tensor *const_vec(ft_tensor *t, ft_tensor *x, int64_t n) {
     ft_tensor *o = t->src[0] == x ? t->src[1] : t->src[1] == x ? t->src[0] : NULL;
     if (!o || !ft_graph_is_const(o) || o->ndim != 1 || o->ne[0] != n) return NULL;
     return o;
+}
+
+/* h: W [N, K], gamma [N] -> W * gamma per row */
+static bool scaled_rows(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    (void)user;
+    int64_t n = src[0]->ne[0], k = src[0]->ne[1];
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k; c++) out[r * k + c] = h[0][r * k + c] * h[1][r];
+    return true;
+}
+
+/* h: gamma, beta [, b] -> b * gamma + beta (b = 0 when absent) */
+static bool folded_bias(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    bool has_b = *(const bool *)user;
+    for (int64_t r = 0, n = src[0]->ne[0]; r < n; r++) out[r] = (has_b ? h[2][r] : 0.0f) * h[0][r] + h[1][r];
+    return true;
 }
 
 int ft_pass_nonorm(ft_graph *g) {
@@ -29,27 +46,17 @@ int ft_pass_nonorm(ft_graph *g) {
                 FT_PARAMS(lin, ft_params_linear)->act != FT_ACT_NONE || !ft_graph_is_const(lin->src[1]) ||
                 (lin->src[2] && !ft_graph_is_const(lin->src[2])))
                 continue;
-            int64_t N = lin->ne[lin->ndim - 1], K = lin->src[1]->ne[1];
+            int64_t N = lin->ne[lin->ndim - 1];
             ft_tensor *gamma = const_vec(mul, lin, N), *beta = const_vec(add, mul, N);
             if (!gamma || !beta || !ft_shape_equal(add, lin)) continue;
-            float *w = ft_graph_const_to_host(g, lin->src[1]);
-            float *b = lin->src[2] ? ft_graph_const_to_host(g, lin->src[2]) : NULL;
-            float *ga = ft_graph_const_to_host(g, gamma), *be = ft_graph_const_to_host(g, beta);
-            float *nb = (float *)malloc((size_t)N * sizeof *nb);
-            ft_tensor *w2 = NULL, *b2 = NULL;
-            if (w && ga && be && nb && (b || !lin->src[2])) {
-                for (int64_t r = 0; r < N; r++) {
-                    for (int64_t k = 0; k < K; k++) w[r * K + k] *= ga[r];
-                    nb[r] = (b ? b[r] : 0.0f) * ga[r] + be[r];
-                }
-                w2 = ft_graph_const_from_host(g, lin->src[1]->dtype, 2, lin->src[1]->ne, w);
-                b2 = w2 ? ft_graph_const_from_host(g, lin->src[1]->dtype, 1, &N, nb) : NULL;
-            }
-            free(w);
-            free(b);
-            free(ga);
-            free(be);
-            free(nb);
+            int fail = 0;
+            ft_tensor *wsrc[2] = {lin->src[1], gamma}, *bsrc[3] = {gamma, beta, lin->src[2]};
+            bool has_b = lin->src[2] != NULL;
+            ft_tensor *w2 = ft_graph_const_derived(g, FT_CONST_NONORM_W, 0, wsrc, 2, 2, lin->src[1]->ne,
+                                                   scaled_rows, NULL, &fail);
+            ft_tensor *b2 = w2 ? ft_graph_const_derived(g, FT_CONST_NONORM_B, has_b, bsrc, has_b ? 3 : 2, 1, &N,
+                                                        folded_bias, &has_b, &fail)
+                               : NULL;
             if (!b2) return -1;
             lin->src[1] = w2;
             lin->src[2] = b2;

@@ -116,11 +116,11 @@ static bool pow2_ratio(float a, float b) {
 }
 
 /* out = w * r, declined if a value would overflow the dtype. */
-static bool scale_by(const float *w, const ft_tensor *t, float *out, const void *user) {
+static bool scale_by(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
     float r = *(const float *)user;
-    double top = t->dtype == FT_DTYPE_F16 ? 65504.0 : (double)FLT_MAX;
-    for (int64_t i = 0, n = ft_numel(t); i < n; i++) {
-        out[i] = w[i] * r;
+    double top = src[0]->dtype == FT_DTYPE_F16 ? 65504.0 : (double)FLT_MAX;
+    for (int64_t i = 0, n = ft_numel(src[0]); i < n; i++) {
+        out[i] = h[0][i] * r;
         if (fabs((double)out[i]) > top) return false;
     }
     return true;
@@ -133,7 +133,7 @@ static bool scale_by(const float *w, const ft_tensor *t, float *out, const void 
 static ft_tensor *rescaled(ft_graph *g, ft_tensor *w, float r, int *fail) {
     uint32_t bits;
     memcpy(&bits, &r, sizeof bits);
-    return ft_graph_const_derived(g, FT_CONST_SCALED, bits, w, w->ndim, w->ne, scale_by, &r, fail);
+    return ft_graph_const_derived(g, FT_CONST_SCALED, bits, &w, 1, w->ndim, w->ne, scale_by, &r, fail);
 }
 
 static int plan_remaps(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, const int64_t *col,

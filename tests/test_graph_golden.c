@@ -606,6 +606,15 @@ static void funnel_affine(ft_device dev) {
     CHECK(g1.qkv_merged == merges, "%s: %d Q/K/V merges in 5 layers, want %d", ft_device_name(dev),
           g1.qkv_merged, merges);
 }
+/* MobileBERT's NoNorm folds and the GEMM stacks made of them are the model's,
+ * made by the first plan and shared by the next. */
+static void test_nonorm_shared_across_plans(void) {
+    if (fusion_disabled()) return;
+    ft_graph_stats g1 = second_plan_shares(FT_DEVICE_CPU, "mobilebert", 9);
+    CHECK(g1.nonorm_folded > 0 && g1.const_bytes == 0, "%d NoNorm folds, %zu bytes of the plan's own constants",
+          g1.nonorm_folded, g1.const_bytes);
+}
+
 static void test_funnel_affine_shared(void) { funnel_affine(FT_DEVICE_CPU); }
 static void test_funnel_affine_shared_cuda(void) { funnel_affine(FT_DEVICE_CUDA); }
 
@@ -655,6 +664,7 @@ int main(void) {
     RUN(test_qkv_stack_is_packed);
     RUN(test_fold_shared_across_plans);
     RUN(test_funnel_attention_fused);
+    RUN(test_nonorm_shared_across_plans);
     RUN(test_funnel_affine_shared);
     RUN(test_funnel_affine_shared_cuda);
     RUN(test_golden_graph_cpu);
