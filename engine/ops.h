@@ -56,8 +56,10 @@ typedef enum ft_op {
     FT_OP_ATTENTION,     /* src: q, k, v [B,H,S,D], mask?  softmax(q k^T s + m) v */
 
     /* convolutions, pooling, weight transforms */
-    FT_OP_CONV1D,        /* src: x, w, bias?, residual?  act(conv + b + r) */
-    FT_OP_CONV2D,        /* src: x, w, bias?, residual?  act(conv + b + r) */
+    FT_OP_CONV1D,        /* src: x, w, bias?, residual?, wb?  act(conv + b + r) */
+    FT_OP_CONV2D,        /* src: x, w, bias?, residual?, wb?  act(conv + b + r); wb (graph, groups 1):
+                            [Cout, Cin*K + 1], w's rows with b appended, so a GEMM over an
+                            im2col buffer with a row of ones adds the bias itself (CUDA) */
     FT_OP_MAXPOOL2D,
     FT_OP_GLOBAL_AVGPOOL,
     FT_OP_WEIGHT_NORM,   /* src: g, v */

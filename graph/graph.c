@@ -477,22 +477,50 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+typedef struct pass_def {
+    const char *name;
+    int (*fn)(ft_graph *);
+} pass_def;
+
+/* folding first so later patterns see weights; affine maps into GEMMs before
+ * the QKV merge stacks the GEMMs they make; epilogues after attention and
+ * QKV so a merged GEMM still gets its bias; elementwise chains last, on what
+ * no other fusion took; dead-node elimination (always) first and last */
+static const pass_def passes[] = {
+    {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
+    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention", ft_pass_attention},
+    {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
+    {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
+};
+#define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
+
+/* FT_DISABLE_PASSES=name,name,...: off[i] for each pass named; an unknown name
+ * is an error that lists the names. */
+static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
+    const char *v = getenv("FT_DISABLE_PASSES");
+    for (const char *p = v; p && *p;) {
+        size_t len = strcspn(p, ",");
+        bool found = false;
+        for (int i = 1; i < N_PASSES - 1; i++)
+            if (len && strlen(passes[i].name) == len && !strncmp(p, passes[i].name, len)) off[i] = found = true;
+        if (len && !found)
+            return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                                "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, affine, "
+                                "attention, qkv, epilogue, ln_residual, eltwise)",
+                                (int)(len < 64 ? len : 64), p);
+        p += len + (p[len] == ',');
+    }
+    return FT_OK;
+}
+
 ft_status ft_graph_optimize(ft_graph *g) {
-    typedef int (*pass_fn)(ft_graph *);
-    /* folding first so later patterns see weights; affine maps into GEMMs before
-     * the QKV merge stacks the GEMMs they make; epilogues after attention and
-     * QKV so a merged GEMM still gets its bias; elementwise chains last, on what
-     * no other fusion took */
-    static const pass_fn passes[] = {ft_pass_dce,      ft_pass_fold,      ft_pass_nonorm,
-                                     ft_pass_conv_bn,  ft_pass_affine,    ft_pass_attention,
-                                     ft_pass_qkv,
-                                     ft_pass_epilogue, ft_pass_ln_residual, ft_pass_eltwise,
-                                     ft_pass_dce};
-    int n = (int)(sizeof passes / sizeof passes[0]);
+    bool off[N_PASSES] = {false};
     bool fuse = !env_on("FT_DISABLE_FUSION");
-    for (int i = 0; i < n; i++) {
-        if (!fuse && passes[i] != ft_pass_dce) continue;
-        if (passes[i](g) < 0) return g->ctx->status ? g->ctx->status : FT_ERR_INTERNAL;
+    if (disabled_passes(g->ctx, off) != FT_OK) return g->ctx->status;
+    for (int i = 0; i < N_PASSES; i++) {
+        bool dce = passes[i].fn == ft_pass_dce;
+        if (!dce && (!fuse || off[i])) continue;
+        if (passes[i].fn(g) < 0) return g->ctx->status ? g->ctx->status : FT_ERR_INTERNAL;
         ft_graph_compact(g);
     }
     return g->ctx->status;

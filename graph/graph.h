@@ -45,7 +45,7 @@ typedef struct ft_pass_counts {
  * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
 enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD, FT_CONST_SCALED,
-       FT_CONST_GROUP_SUM, FT_CONST_NONORM_W, FT_CONST_NONORM_B };
+       FT_CONST_GROUP_SUM, FT_CONST_NONORM_W, FT_CONST_NONORM_B, FT_CONST_BIAS_COLUMN };
 typedef struct ft_const_entry {
     int kind;
     uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */

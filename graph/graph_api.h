@@ -16,6 +16,7 @@ extern "C" {
  * with ft_model_add_output. Plans are built on first use per input signature
  * (names, dtypes, shapes) and kept in a bounded LRU cache (FT_GRAPH_CACHE_SIZE).
  * Switches: FT_DISABLE_FUSION=1 runs no pass but dead-node elimination;
+ * FT_DISABLE_PASSES=name,... skips the passes named (graph/graph.c lists them);
  * FT_DISABLE_CUDA_GRAPHS=1 makes static mode run the plan without a CUDA Graph. */
 ft_status ft_graph_forward(ft_model *m);
 /* Frees m->graph (plans, captured graphs, arenas). NULL-safe. */

@@ -4,7 +4,9 @@
  * act(x W^T + b + r), the contract the linear and conv kernels already
  * implement (engine/ops.h). The residual is fused first so that
  * act(linear + r) takes both; an activation after a fused residual is still
- * exact, an add after an activation is not and is left alone.
+ * exact, an add after an activation is not and is left alone. On CUDA a
+ * convolution through im2col also gets its weights with the bias as one more
+ * column (src[4]), so the GEMM adds the bias too.
  */
 #include "graph.h"
 
@@ -98,9 +100,53 @@ static int fuse_activations(ft_graph *g) {
     return n;
 }
 
+/* h: w [Cout, K], b [Cout] -> [Cout, K + 1] */
+static bool bias_column(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    (void)user;
+    int64_t cout = src[0]->ne[0], k = ft_numel(src[0]) / (cout ? cout : 1);
+    for (int64_t r = 0; r < cout; r++) {
+        for (int64_t c = 0; c < k; c++) out[r * (k + 1) + c] = h[0][r * k + c];
+        out[r * (k + 1) + k] = h[1][r];
+    }
+    return true;
+}
+
+/* CUDA convolutions through im2col: the bias rides in the GEMM as one more
+ * weight column against a row of ones, so with a cuBLASLt activation and the
+ * residual as C the separate bias pass goes (kernels/cuda/conv.cu). Direct
+ * (1x1, stride 1) convolutions read x itself and keep the pass. */
+static int bias_into_conv_gemms(ft_graph *g) {
+    if (g->ctx->device != FT_DEVICE_CUDA) return 0;
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *c = g->nodes[i];
+        if ((c->op != FT_OP_CONV1D && c->op != FT_OP_CONV2D) || (c->flags & FT_GF_DEAD) || c->src[4]) continue;
+        const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
+        ft_tensor *w = c->src[1], *b = c->src[2];
+        int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
+        bool direct = kk == 1 && p->stride == 1 && p->padding == 0;
+        if (direct || p->groups != 1 || !b || !ft_graph_is_const(w) || !ft_graph_is_const(b) ||
+            !ft_tensor_contiguous(w) ||
+            (p->act != FT_ACT_NONE && p->act != FT_ACT_RELU && p->act != FT_ACT_GELU_TANH))
+            continue;
+        int fail = 0;
+        ft_tensor *src[2] = {w, b};
+        int64_t ne[2] = {w->ne[0], ft_numel(w) / w->ne[0] + 1};
+        ft_tensor *wb = ft_graph_const_derived(g, FT_CONST_BIAS_COLUMN, 0, src, 2, 2, ne, bias_column, NULL, &fail);
+        if (fail) return -1;
+        if (!wb) continue;
+        c->src[4] = wb;
+        n++;
+    }
+    return n;
+}
+
 int ft_pass_epilogue(ft_graph *g) {
     int n = fuse_residuals(g);
     n += fuse_activations(g);
+    int b = bias_into_conv_gemms(g);
+    if (b < 0) return -1;
+    n += b;
     g->passes.epilogue += n;
     return n;
 }

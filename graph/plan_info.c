@@ -43,7 +43,7 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
             snprintf(a, sizeof a, "alpha %g", (double)FT_PARAMS(t, ft_params_linear)->alpha);
             part(d, n, "+", a);
         }
-        if (t->src[2]) part(d, n, "+", "bias");
+        if (t->src[2]) part(d, n, "+", t->src[4] ? "bias in GEMM" : "bias");
         if (t->src[3]) part(d, n, "+", "residual");
         if (act_name(act)) part(d, n, "+", act_name(act));
         break;

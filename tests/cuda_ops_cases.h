@@ -330,6 +330,14 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
         ft_tensor *s[4] = {in[0], in[1], in[2], in[3]};
         return ft_dispatch(c, FT_OP_CONV2D, s, 4, &p, sizeof p);
     }
+    if (v == 5 || v == 6) { /* the bias as a weight column (graph, CUDA): 3x3 + residual + relu, stride 2 */
+        int64_t cout = in[1]->ne[0], k = ft_numel(in[1]) / cout;
+        ft_tensor *wb = ft_concat(c, ft_reshape(c, in[1], 2, (int64_t[]){cout, k}),
+                                  ft_reshape(c, in[2], 2, (int64_t[]){cout, 1}), 1);
+        ft_params_conv p = {v == 5 ? 1 : 2, 1, 1, FT_ACT_RELU};
+        ft_tensor *s[5] = {in[0], in[1], in[2], v == 5 ? in[3] : NULL, wb};
+        return ft_dispatch(c, FT_OP_CONV2D, s, 5, &p, sizeof p);
+    }
     return ft_conv2d(c, in[0], in[1], NULL, 2, 0, 2);
 }
 static const op_case cases_conv2d[] = {
@@ -339,6 +347,9 @@ static const op_case cases_conv2d[] = {
     {"conv2d 1x1 direct groups", b_conv2d, 3, 3, {I(4, 2, 8, 5, 7), I(4, 6, 4, 1, 1), I(1, 6)}, 0},
     {"conv2d 1x1+residual+relu", b_conv2d, 4, 4,
      {I(4, 2, 8, 5, 7), I(4, 6, 8, 1, 1), I(1, 6), I(4, 2, 6, 5, 7)}, 0},
+    {"conv2d 3x3 bias column+residual+relu", b_conv2d, 5, 4,
+     {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6), I(4, 2, 6, 9, 11)}, 0},
+    {"conv2d 3x3 stride 2 bias column+relu", b_conv2d, 6, 3, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6)}, 0},
 };
 
 static ft_tensor *b_maxpool(ft_ctx *c, ft_tensor **in, int v) {

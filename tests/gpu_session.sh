@@ -50,6 +50,13 @@ bench)
         done
         run env FT_DISABLE_CUDA_GRAPHS=1 "$TOOL" bench "$model" --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
     done
+    # Funnel without the affine pass (2026-11-25): q's GEMM, scale and bias adds as
+    # before, against three stacked GEMM blocks; at batch 1 and 64
+    for b in 1 64; do
+        run "$TOOL" bench funnel-small --device cuda --mode static --dtype fp16 --batch $b --iters 100 --warmup 10
+        run env FT_DISABLE_PASSES=affine "$TOOL" bench funnel-small --device cuda --mode static --dtype fp16 \
+            --batch $b --iters 100 --warmup 10
+    done
     # what exact GELU costs (one launch per FFN) and the previous attention kernel
     run env FT_FAST_GELU=1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
     run env FT_ATTN_KERNEL=v1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20

@@ -456,7 +456,8 @@ static void test_disable_fusion_switch(void) {
         CHECK_OK(ctx, ft_graph_optimize(g));
         counts[off] = ft_graph_kernel_count(g);
         const ft_pass_counts *p = &g->passes;
-        int fusions = p->folded + p->qkv + p->epilogue + p->ln_residual + p->attention + p->eltwise + p->nonorm;
+        int fusions = p->folded + p->qkv + p->epilogue + p->ln_residual + p->attention + p->eltwise + p->nonorm +
+                      p->affine;
         if (off) CHECK(fusions == 0 && counts[1] == traced - p->dce, "fusions %d with the switch", fusions);
         else CHECK(fusions > 0, "no fusion without the switch");
         ft_graph_destroy(g);
@@ -464,6 +465,36 @@ static void test_disable_fusion_switch(void) {
     CHECK(counts[0] < counts[1], "fused %d vs unfused %d kernels", counts[0], counts[1]);
     if (old) setenv("FT_DISABLE_FUSION", saved, 1);
     else unsetenv("FT_DISABLE_FUSION");
+    ft_model_free(m);
+    ft_ctx_free(ctx);
+}
+
+/* FT_DISABLE_PASSES=affine,qkv turns those passes off and no other; a name that
+ * is no pass is an error naming it, not a silent no-op. */
+static void test_disable_passes_switch(void) {
+    if (getenv("FT_DISABLE_FUSION") || getenv("FT_DISABLE_PASSES")) {
+        SKIP("a fusion switch is set already");
+        return;
+    }
+    ft_ctx *ctx = NULL;
+    CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
+    ft_model *m = toy_new(ctx, FT_MODE_GRAPH);
+    toy_input ti;
+    for (int k = 0; k < 3; k++) {
+        setenv("FT_DISABLE_PASSES", k == 0 ? "affine,qkv" : k == 1 ? "" : "affine,no_such_pass", 1);
+        ft_graph *g = toy_graph(ctx, m, &ti, 2, 5);
+        if (!g) break;
+        ft_status st = ft_graph_optimize(g);
+        const ft_pass_counts *p = &g->passes;
+        if (k == 0) CHECK(st == FT_OK && p->affine == 0 && p->qkv == 0 && p->attention == 1 && p->eltwise >= 1,
+                          "affine %d qkv %d attention %d eltwise %d", p->affine, p->qkv, p->attention, p->eltwise);
+        if (k == 1) CHECK(st == FT_OK && p->affine > 0 && p->qkv > 0, "empty list: affine %d qkv %d", p->affine, p->qkv);
+        if (k == 2) CHECK(st == FT_ERR_INVALID_ARG && strstr(ft_ctx_errmsg(ctx), "'no_such_pass'"),
+                          "unknown pass: %s", ft_ctx_errmsg(ctx));
+        ft_ctx_clear_error(ctx);
+        ft_graph_destroy(g);
+    }
+    unsetenv("FT_DISABLE_PASSES");
     ft_model_free(m);
     ft_ctx_free(ctx);
 }
@@ -538,6 +569,7 @@ int main(void) {
     RUN(test_planner);
     RUN(test_bad_input_is_an_error);
     RUN(test_disable_fusion_switch);
+    RUN(test_disable_passes_switch);
     RUN(test_modes_agree);
     RUN(test_modes_agree_odd);
     RUN(test_cache_and_replay);

@@ -175,67 +175,86 @@ static void test_plan_info_describes_fusions(void) {
     ft_ctx_free(ctx);
 }
 
-/* Funnel in fp16 on CUDA: the positional and token-type score terms are summed
- * in fp16 and cast to the attention's f32 mask once per layer (one cast per term
- * before), and that sum chains with the product before it. */
-static void test_plan_funnel_fp16_mask(void) {
+/* The plan of golden case `name` run once on dev in mode / dtype, steps malloc'd
+ * into *out (n of them) with the graph stats; 0, or -1 after a SKIP or failure. */
+static int golden_plan(ft_device dev, const char *name, ft_mode mode, ft_dtype dtype, ft_plan_step_info **out,
+                       int *n, ft_graph_stats *gs) {
     ft_ctx *ctx = NULL;
     golden_case gc;
-    if (open_for_fusion(FT_DEVICE_CUDA, "funnel", &ctx, &gc)) return;
+    *out = NULL;
+    *n = 0;
+    if (open_for_fusion(dev, name, &ctx, &gc)) return -1;
     ft_model_options o = ft_model_options_default();
-    o.mode = FT_MODE_GRAPH;
-    o.dtype = FT_DTYPE_F16;
+    o.mode = mode;
+    o.dtype = dtype;
     ft_model *m = NULL;
     CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
     if (m && ft_model_forward(m, gc.in, gc.n_in) == FT_OK) {
-        int n = ft_model_plan_length(m), attention = 0, casts = 0, chains = 0;
-        for (int i = 0; i < n; i++) {
-            ft_plan_step_info s;
-            CHECK_OK(ctx, ft_model_plan_step(m, i, &s));
-            attention += !strcmp(s.op, "attention");
-            casts += !strcmp(s.op, "copy") && s.dtype == FT_DTYPE_F32 && s.ndim == 4; /* score terms */
-            chains += !strcmp(s.op, "fused_eltwise") && s.dtype == FT_DTYPE_F16 && strstr(s.detail, ">add");
-        }
-        CHECK(attention == 5 && casts == 5 && chains == 5, "%d attentions, %d score casts to f32, %d f16 chains ending in add",
-              attention, casts, chains);
+        *n = ft_model_plan_length(m);
+        *out = (ft_plan_step_info *)calloc((size_t)(*n ? *n : 1), sizeof **out);
+        for (int i = 0; *out && i < *n; i++) CHECK_OK(ctx, ft_model_plan_step(m, i, &(*out)[i]));
+        CHECK_OK(ctx, ft_model_graph_stats(m, gs));
     } else {
-        CHECK(0, "funnel fp16 forward: %s", ft_ctx_errmsg(ctx));
+        CHECK(0, "%s forward: %s", name, ft_ctx_errmsg(ctx));
     }
     ft_model_free(m);
     golden_close(&gc);
     ft_ctx_free(ctx);
+    return *out ? 0 : -1;
+}
+
+/* Funnel in fp16 on CUDA: the positional and token-type score terms are summed
+ * in fp16 and cast to the attention's f32 mask once per layer (one cast per term
+ * before), and that sum chains with the product before it. */
+static void test_plan_funnel_fp16_mask(void) {
+    ft_plan_step_info *s;
+    ft_graph_stats gs;
+    int n, attention = 0, casts = 0, chains = 0;
+    if (golden_plan(FT_DEVICE_CUDA, "funnel", FT_MODE_GRAPH, FT_DTYPE_F16, &s, &n, &gs)) return;
+    for (int i = 0; i < n; i++) {
+        attention += !strcmp(s[i].op, "attention");
+        casts += !strcmp(s[i].op, "copy") && s[i].dtype == FT_DTYPE_F32 && s[i].ndim == 4; /* score terms */
+        chains += !strcmp(s[i].op, "fused_eltwise") && s[i].dtype == FT_DTYPE_F16 && strstr(s[i].detail, ">add");
+    }
+    CHECK(attention == 5 && casts == 5 && chains == 5, "%d attentions, %d score casts to f32, %d f16 chains ending in add",
+          attention, casts, chains);
+    free(s);
 }
 
 /* WavLM's gate, sigmoid(sum of 4 of 8 projections) per head: the sums fold into
  * the projection's weights (2 outputs instead of 8, no sum kernel) and the
  * sigmoid into its epilogue, through the reshape between them. */
 static void test_plan_wavlm_gate(void) {
-    ft_ctx *ctx = NULL;
-    golden_case gc;
-    if (open_for_fusion(FT_DEVICE_CPU, "wavlm", &ctx, &gc)) return;
-    ft_model_options o = ft_model_options_default();
-    o.mode = FT_MODE_GRAPH;
-    ft_model *m = NULL;
-    CHECK_OK(ctx, ft_model_load(ctx, gc.dir, &o, &m));
-    if (m && ft_model_forward(m, gc.in, gc.n_in) == FT_OK) {
-        int n = ft_model_plan_length(m), gates = 0, loose = 0;
-        for (int i = 0; i < n; i++) {
-            ft_plan_step_info s;
-            CHECK_OK(ctx, ft_model_plan_step(m, i, &s));
-            gates += !strcmp(s.op, "linear") && !strcmp(s.detail, "bias+sigmoid") && s.shape[s.ndim - 1] == 2;
-            loose += !strcmp(s.op, "sum_last") || !strcmp(s.op, "sigmoid");
-        }
-        ft_graph_stats gs;
-        CHECK_OK(ctx, ft_model_graph_stats(m, &gs));
-        CHECK(gates == 2 && loose == 0 && gs.affine_folded == 2,
-              "%d gate GEMMs with 2 outputs and a sigmoid, %d sum/sigmoid kernels left, %d affine rewrites",
-              gates, loose, gs.affine_folded);
-    } else {
-        CHECK(0, "wavlm forward: %s", ft_ctx_errmsg(ctx));
+    ft_plan_step_info *s;
+    ft_graph_stats gs;
+    int n, gates = 0, loose = 0;
+    if (golden_plan(FT_DEVICE_CPU, "wavlm", FT_MODE_GRAPH, FT_DTYPE_F32, &s, &n, &gs)) return;
+    for (int i = 0; i < n; i++) {
+        gates += !strcmp(s[i].op, "linear") && !strcmp(s[i].detail, "bias+sigmoid") && s[i].shape[s[i].ndim - 1] == 2;
+        loose += !strcmp(s[i].op, "sum_last") || !strcmp(s[i].op, "sigmoid");
     }
-    ft_model_free(m);
-    golden_close(&gc);
-    ft_ctx_free(ctx);
+    CHECK(gates == 2 && loose == 0 && gs.affine_folded == 2,
+          "%d gate GEMMs with 2 outputs and a sigmoid, %d sum/sigmoid kernels left, %d affine rewrites", gates, loose,
+          gs.affine_folded);
+    free(s);
+}
+
+/* ResNet on CUDA: a convolution through im2col carries its bias as a weight
+ * column, so it is two launches (im2col, GEMM with the ReLU and the residual),
+ * not three; the 1x1 ones (a GEMM on x itself, then the bias pass) stay at two. */
+static void test_plan_resnet_conv_launches(void) {
+    ft_plan_step_info *s;
+    ft_graph_stats gs;
+    int n, with_column = 0, over = 0;
+    if (golden_plan(FT_DEVICE_CUDA, "resnet", FT_MODE_STATIC, FT_DTYPE_F16, &s, &n, &gs)) return;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(s[i].op, "conv2d")) continue;
+        with_column += strstr(s[i].detail, "bias in GEMM") != NULL;
+        over += s[i].graph_nodes > 2;
+    }
+    CHECK(with_column >= 4 && over == 0, "%d convolutions with the bias in the GEMM, %d of more than 2 launches",
+          with_column, over);
+    free(s);
 }
 
 int main(void) {
@@ -244,5 +263,6 @@ int main(void) {
     RUN(test_plan_info_cuda);
     RUN(test_plan_funnel_fp16_mask);
     RUN(test_plan_wavlm_gate);
+    RUN(test_plan_resnet_conv_launches);
     return ft_test_finish();
 }

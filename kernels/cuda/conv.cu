@@ -31,14 +31,15 @@ typedef struct ft_conv_geom {
 /* ------------------------------------------------------------------------- */
 
 /*
- * col [nb, G, K, nc] (K = cin_g * kh * kw) for batch items b0.. and output
+ * col [nb, G, K (+ 1), nc] (K = cin_g * kh * kw) for batch items b0.. and output
  * columns n0..n0+nc of x [B, Cin, H, W], zeros where the window hangs over
- * the padding. The fastest index is the output column, so writes coalesce.
+ * the padding; with `ones`, a last row of ones that multiplies the bias column
+ * of augmented weights. The fastest index is the output column, so writes coalesce.
  */
 template <typename T, typename I>
 __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_conv_geom g,
-                            int64_t b0, int64_t nb, int64_t n0, int64_t nc) {
-    const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), krows = cin_g * kk;
+                            int64_t b0, int64_t nb, int64_t n0, int64_t nc, int ones) {
+    const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), krows = cin_g * kk + (I)ones;
     const int64_t total = nb * g.groups * (int64_t)krows * nc;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
@@ -55,7 +56,9 @@ __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_con
         I iy = oy * (I)g.sh - (I)g.ph + ky, ix = ox * (I)g.sw - (I)g.pw + kx;
         float v = 0.0f;
         T out;
-        if (iy >= 0 && iy < (I)g.h && ix >= 0 && ix < (I)g.w) {
+        if (ones && r == krows - 1) {
+            ft_st(&out, 1.0f);
+        } else if (iy >= 0 && iy < (I)g.h && ix >= 0 && ix < (I)g.w) {
             int64_t c = (int64_t)gi * cin_g + ci;
             out = x[((b * g.cin + c) * g.h + iy) * g.w + ix];
         } else {
@@ -141,10 +144,12 @@ struct ft_conv_fn {
         return FT_OK;
     }
 
-    template <typename T> int with_im2col() {
-        const ft_tensor *x = dst->src[0], *w = dst->src[1];
+    /* aug: the weights with the bias column (src[4]) against a row of ones, and
+     * the activation and residual in the GEMM's own epilogue (groups 1) */
+    template <typename T> int with_im2col(bool aug) {
+        const ft_tensor *x = dst->src[0], *w = aug ? dst->src[4] : dst->src[1], *res = dst->src[3];
         int64_t cin_g = g.cin / g.groups, cout_g = g.cout / g.groups, n = g.oh * g.ow;
-        int64_t krows = cin_g * g.kh * g.kw, es = (int64_t)sizeof(T);
+        int64_t krows = cin_g * g.kh * g.kw + (aug ? 1 : 0), es = (int64_t)sizeof(T);
         int64_t per_item = g.groups * krows * n * es;
         int64_t nb = 1, nc = n;
         if (per_item <= FT_CONV_SCRATCH_MAX) {
@@ -169,10 +174,10 @@ struct ft_conv_fn {
                 unsigned blocks = ft_cuda_blocks(total, FT_EW_THREADS);
                 if (i32)
                     FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0);
                 else
                     FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0);
                 /* FT_CUDA_LAUNCH_CHECK's check, spelled out: the scratch must go back first */
                 cudaError_t e = cudaGetLastError();
                 if (e != cudaSuccess) {
@@ -188,6 +193,10 @@ struct ft_conv_fn {
                 d.lda = krows;
                 d.ldb = cn;
                 d.ldc = n;
+                if (aug) {
+                    d.act = FT_PARAMS(dst, ft_params_conv)->act;
+                    d.residual = res ? (const T *)res->data + b0 * g.cout * n + n0 : NULL;
+                }
                 if (g.groups == 1) { /* the chunk's batch items in one call, W broadcast */
                     d.batch = bn;
                     d.stride_a = 0;
@@ -245,8 +254,14 @@ struct ft_conv_fn {
 
     template <typename T> int run() {
         bool is_direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-        int st = is_direct ? direct<T>() : with_im2col<T>();
-        if (st) return st;
+        const ft_tensor *res = dst->src[3];
+        int act = FT_PARAMS(dst, ft_params_conv)->act;
+        /* the bias inside the GEMM: one launch fewer (the residual must be in the
+         * output's layout, and the activation one cuBLASLt applies) */
+        bool aug = !is_direct && dst->src[4] && g.groups == 1 && (!res || ft_tensor_contiguous(res)) &&
+                   (act == FT_ACT_NONE || act == FT_ACT_RELU || act == FT_ACT_GELU_TANH);
+        int st = is_direct ? direct<T>() : with_im2col<T>(aug);
+        if (st || aug) return st;
         return epilogue<T>();
     }
 };
