@@ -314,7 +314,7 @@ ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, f
 
 static ft_tensor *conv(ft_ctx *ctx, ft_op op, ft_tensor *x, ft_tensor *w, ft_tensor *bias,
                        int stride, int padding, int groups) {
-    ft_params_conv p = {stride, padding, groups, FT_ACT_NONE};
+    ft_params_conv p = {stride, padding, groups, FT_ACT_NONE, FT_ACT_NONE};
     ft_tensor *s[3] = {ft_contiguous(ctx, x), ft_contiguous(ctx, w), bias};
     return dispatch(ctx, op, s, 3, &p, sizeof p);
 }

@@ -354,6 +354,10 @@ int ft_infer_conv(ft_ctx *ctx, ft_tensor *dst) {
                wb->dtype != w->dtype || !ft_tensor_contiguous(wb)))
         return ft_set_error(ctx, FT_ERR_SHAPE, "weights with bias must be [%lld, %lld] beside a bias, groups 1",
                             (long long)cout, (long long)(k + 1));
+    int st2;
+    if (dst->src[5] && (st2 = need_vec(ctx, dst->src[5], cin, "input bias"))) return st2;
+    if (p->act_in < FT_ACT_NONE || p->act_in > FT_ACT_SIGMOID)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input activation %d", p->act_in);
     return FT_OK;
 }
 

@@ -100,10 +100,10 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
                          .cpu = ft_cpu_attention, .cuda = CUDA(ft_cuda_attention),
                          .macs = ft_macs_attention},
 
-    [FT_OP_CONV1D] = {.name = "conv1d", .min_src = 2, .max_src = 5, .flags = FT_OPF_GEMM | CAP,
+    [FT_OP_CONV1D] = {.name = "conv1d", .min_src = 2, .max_src = 6, .flags = FT_OPF_GEMM | CAP,
                       .check = ft_check_conv, .infer = ft_infer_conv,
                       .cpu = ft_cpu_conv1d, .cuda = CUDA(ft_cuda_conv1d), .macs = ft_macs_conv},
-    [FT_OP_CONV2D] = {.name = "conv2d", .min_src = 2, .max_src = 5, .flags = FT_OPF_GEMM | CAP,
+    [FT_OP_CONV2D] = {.name = "conv2d", .min_src = 2, .max_src = 6, .flags = FT_OPF_GEMM | CAP,
                       .check = ft_check_conv, .infer = ft_infer_conv,
                       .cpu = ft_cpu_conv2d, .cuda = CUDA(ft_cuda_conv2d), .macs = ft_macs_conv},
     [FT_OP_MAXPOOL2D] = {.name = "maxpool2d", .min_src = 1, .max_src = 1, .flags = CAP,

@@ -56,8 +56,8 @@ typedef enum ft_op {
     FT_OP_ATTENTION,     /* src: q, k, v [B,H,S,D], mask?  softmax(q k^T s + m) v */
 
     /* convolutions, pooling, weight transforms */
-    FT_OP_CONV1D,        /* src: x, w, bias?, residual?, wb?  act(conv + b + r) */
-    FT_OP_CONV2D,        /* src: x, w, bias?, residual?, wb?  act(conv + b + r); wb (graph, groups 1):
+    FT_OP_CONV1D,        /* src: x, w, bias?, residual?, wb?, bin?  act(conv + b + r) */
+    FT_OP_CONV2D,        /* src: x, w, bias?, residual?, wb?, bin?  act(conv + b + r); wb (graph, groups 1):
                             [Cout, Cin*K + 1], w's rows with b appended, so a GEMM over an
                             im2col buffer with a row of ones adds the bias itself (CUDA) */
     FT_OP_MAXPOOL2D,
@@ -108,7 +108,10 @@ typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
 typedef struct ft_params_attention { float scale; } ft_params_attention;
 typedef struct ft_params_conv {
     int32_t stride, padding, groups;
-    int32_t act; /* ft_act epilogue (graph fusions) */
+    int32_t act;    /* ft_act epilogue (graph fusions) */
+    int32_t act_in; /* ft_act of an input prologue: the convolution reads act_in(x + bin[c])
+                       (bin = src[5], optional; the zero padding stays zero): the bias and
+                       activation of the convolution that made x, moved here by the graph */
 } ft_params_conv;
 typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
 typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;

@@ -115,6 +115,8 @@ static bool bias_column(const float *const *h, const ft_tensor *const *src, floa
  * weight column against a row of ones, so with a cuBLASLt activation and the
  * residual as C the separate bias pass goes (kernels/cuda/conv.cu). Direct
  * (1x1, stride 1) convolutions read x itself and keep the pass. */
+static bool conv_direct(const ft_tensor *c);
+
 static int bias_into_conv_gemms(ft_graph *g) {
     if (g->ctx->device != FT_DEVICE_CUDA) return 0;
     int n = 0;
@@ -123,9 +125,7 @@ static int bias_into_conv_gemms(ft_graph *g) {
         if ((c->op != FT_OP_CONV1D && c->op != FT_OP_CONV2D) || (c->flags & FT_GF_DEAD) || c->src[4]) continue;
         const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
         ft_tensor *w = c->src[1], *b = c->src[2];
-        int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
-        bool direct = kk == 1 && p->stride == 1 && p->padding == 0;
-        if (direct || p->groups != 1 || !b || !ft_graph_is_const(w) || !ft_graph_is_const(b) ||
+        if (conv_direct(c) || p->groups != 1 || !b || !ft_graph_is_const(w) || !ft_graph_is_const(b) ||
             !ft_tensor_contiguous(w) ||
             (p->act != FT_ACT_NONE && p->act != FT_ACT_RELU && p->act != FT_ACT_GELU_TANH))
             continue;
@@ -141,12 +141,47 @@ static int bias_into_conv_gemms(ft_graph *g) {
     return n;
 }
 
+static bool conv_direct(const ft_tensor *c) {
+    const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
+    const ft_tensor *w = c->src[1];
+    int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
+    return kk == 1 && p->stride == 1 && p->padding == 0;
+}
+
+/* CUDA: a 1x1 convolution (a GEMM on x itself, whose bias and activation need a
+ * pass of their own) read only by a convolution that gathers its input through
+ * im2col hands them over: the reader applies them while gathering (its input
+ * prologue, kernels/cuda/conv.cu), one launch fewer. ResNet: each bottleneck's
+ * first 1x1 into its 3x3. */
+static int prologues_from_producers(ft_graph *g) {
+    if (g->ctx->device != FT_DEVICE_CUDA) return 0;
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ft_tensor *b = g->nodes[i];
+        if ((b->op != FT_OP_CONV1D && b->op != FT_OP_CONV2D) || (b->flags & FT_GF_DEAD) || conv_direct(b) ||
+            b->src[5] || FT_PARAMS(b, ft_params_conv)->act_in != FT_ACT_NONE)
+            continue;
+        ft_tensor *a = b->src[0];
+        if (a->op != b->op || !conv_direct(a) || a->src[3] || a->src[5] || !ft_graph_fusable(g, a) ||
+            a->dtype != b->dtype || (a->src[2] && !ft_graph_is_const(a->src[2])))
+            continue;
+        ft_params_conv *pa = (ft_params_conv *)(void *)a->op_params, *pb = (ft_params_conv *)(void *)b->op_params;
+        if (!a->src[2] && pa->act == FT_ACT_NONE) continue;
+        b->src[5] = a->src[2];
+        pb->act_in = pa->act;
+        a->src[2] = NULL;
+        pa->act = FT_ACT_NONE;
+        n++;
+    }
+    return n;
+}
+
 int ft_pass_epilogue(ft_graph *g) {
     int n = fuse_residuals(g);
     n += fuse_activations(g);
     int b = bias_into_conv_gemms(g);
     if (b < 0) return -1;
-    n += b;
+    n += b + prologues_from_producers(g);
     g->passes.epilogue += n;
     return n;
 }

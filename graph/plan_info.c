@@ -46,6 +46,12 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
         if (t->src[2]) part(d, n, "+", t->src[4] ? "bias in GEMM" : "bias");
         if (t->src[3]) part(d, n, "+", "residual");
         if (act_name(act)) part(d, n, "+", act_name(act));
+        if (t->op != FT_OP_LINEAR && (t->src[5] || FT_PARAMS(t, ft_params_conv)->act_in != FT_ACT_NONE)) {
+            char in[48];
+            const char *an = act_name(FT_PARAMS(t, ft_params_conv)->act_in);
+            snprintf(in, sizeof in, "input%s%s%s", t->src[5] ? " bias" : "", an ? " " : "", an ? an : "");
+            part(d, n, "+", in);
+        }
         break;
     }
     case FT_OP_LAYERNORM:

@@ -326,7 +326,7 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
     if (v == 2) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 1); /* 1x1 stride 1: direct GEMM */
     if (v == 3) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 2); /* the same, 2 groups */
     if (v == 4) { /* graph-fused epilogue: relu(conv + b + residual), as ResNet's last 1x1 */
-        ft_params_conv p = {1, 0, 1, FT_ACT_RELU};
+        ft_params_conv p = {1, 0, 1, FT_ACT_RELU, FT_ACT_NONE};
         ft_tensor *s[4] = {in[0], in[1], in[2], in[3]};
         return ft_dispatch(c, FT_OP_CONV2D, s, 4, &p, sizeof p);
     }
@@ -334,9 +334,14 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
         int64_t cout = in[1]->ne[0], k = ft_numel(in[1]) / cout;
         ft_tensor *wb = ft_concat(c, ft_reshape(c, in[1], 2, (int64_t[]){cout, k}),
                                   ft_reshape(c, in[2], 2, (int64_t[]){cout, 1}), 1);
-        ft_params_conv p = {v == 5 ? 1 : 2, 1, 1, FT_ACT_RELU};
+        ft_params_conv p = {v == 5 ? 1 : 2, 1, 1, FT_ACT_RELU, FT_ACT_NONE};
         ft_tensor *s[5] = {in[0], in[1], in[2], v == 5 ? in[3] : NULL, wb};
         return ft_dispatch(c, FT_OP_CONV2D, s, 5, &p, sizeof p);
+    }
+    if (v == 7) { /* an input prologue, relu(x + bin[c]), padded with zeros after it (graph, CUDA) */
+        ft_params_conv p = {1, 1, 1, FT_ACT_NONE, FT_ACT_RELU};
+        ft_tensor *s[6] = {in[0], in[1], in[2], NULL, NULL, in[3]};
+        return ft_dispatch(c, FT_OP_CONV2D, s, 6, &p, sizeof p);
     }
     return ft_conv2d(c, in[0], in[1], NULL, 2, 0, 2);
 }
@@ -350,6 +355,7 @@ static const op_case cases_conv2d[] = {
     {"conv2d 3x3 bias column+residual+relu", b_conv2d, 5, 4,
      {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6), I(4, 2, 6, 9, 11)}, 0},
     {"conv2d 3x3 stride 2 bias column+relu", b_conv2d, 6, 3, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6)}, 0},
+    {"conv2d 3x3 input bias+relu", b_conv2d, 7, 4, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6), I(1, 4)}, 0},
 };
 
 static ft_tensor *b_maxpool(ft_ctx *c, ft_tensor **in, int v) {

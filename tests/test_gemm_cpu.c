@@ -614,7 +614,7 @@ static void run_conv(const conv_case *c, bool is2d, ft_dtype dt, bool with_bias,
                  : ft_conv1d(ctx, xt, wt, bt, c->stride, c->pad, c->groups);
     } else {
         ft_tensor *src[4] = {xt, wt, bt, with_res ? (is2d ? up(dt, 4, ys2, res) : up(dt, 3, ys1, res)) : NULL};
-        ft_params_conv p = {c->stride, c->pad, c->groups, act};
+        ft_params_conv p = {c->stride, c->pad, c->groups, act, FT_ACT_NONE};
         y = ft_dispatch(ctx, is2d ? FT_OP_CONV2D : FT_OP_CONV1D, src, 4, &p, sizeof p);
     }
     char what[128];
@@ -657,6 +657,40 @@ static void test_conv2d(void) {
     for (size_t i = 0; i < sizeof conv2d_cases / sizeof conv2d_cases[0]; i++)
         for (int di = 0; di < 3; di++)
             if (di == 0 || i % 3 == 1) run_conv(&conv2d_cases[i], true, dtypes[di], i % 2 == 1, -1, false);
+}
+
+/* An input prologue (the graph moves a producer's bias and activation into the
+ * convolution that reads it): the convolution of act_in(x + bin[c]), zero padded
+ * after the prologue, against the naive reference on that transformed input. */
+static void test_conv_input_prologue(void) {
+    const conv_case *c = &conv2d_cases[1]; /* stride 2, padding 1, 2 groups */
+    for (int di = 0; di < 3; di++) {
+        ft_dtype dt = dtypes[di];
+        int64_t cin_g = c->cin / c->groups, hw = c->h * c->w, oh, ow;
+        float *x = rvals(c->b * c->cin * hw, dt), *w = rvals(c->cout * cin_g * c->kh * c->kw, dt);
+        float *bias = rvals(c->cout, dt), *bin = rvals(c->cin, dt);
+        float *xp = malloc((size_t)(c->b * c->cin * hw) * sizeof(float));
+        for (int64_t i = 0; i < c->b * c->cin * hw; i++) {
+            float v = x[i] + bin[(i / hw) % c->cin];
+            xp[i] = v > 0.0f ? v : 0.0f;
+        }
+        double *ref = conv_ref(c, true, xp, w, bias, NULL, FT_ACT_NONE, &oh, &ow);
+        int64_t xs[4] = {c->b, c->cin, c->h, c->w}, ws[4] = {c->cout, cin_g, c->kh, c->kw};
+        int64_t bs[1] = {c->cout}, bis[1] = {c->cin};
+        ft_tensor *src[6] = {up(dt, 4, xs, x), up(dt, 4, ws, w), up(dt, 1, bs, bias), NULL, NULL,
+                             up(dt, 1, bis, bin)};
+        ft_params_conv p = {c->stride, c->pad, c->groups, FT_ACT_NONE, FT_ACT_RELU};
+        char what[64];
+        snprintf(what, sizeof what, "conv2d input prologue %s", ft_dtype_name(dt));
+        cmp(ft_dispatch(ctx, FT_OP_CONV2D, src, 6, &p, sizeof p), ref, c->b * c->cout * oh * ow, tol_of(dt), what);
+        free(x);
+        free(w);
+        free(bias);
+        free(bin);
+        free(xp);
+        free(ref);
+        ft_ctx_reset(ctx);
+    }
 }
 
 static void test_conv_epilogue(void) {
@@ -743,6 +777,7 @@ int main(void) {
     RUN(test_attention_fully_masked);
     RUN(test_conv1d);
     RUN(test_conv2d);
+    RUN(test_conv_input_prologue);
     RUN(test_conv_epilogue);
     RUN(test_errors);
     RUN(test_perf_linear);

@@ -82,6 +82,22 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr)))
         goto oom;
     if (ft_numel(dst) == 0) goto done;
+    if (dst->src[5] || FT_PARAMS(dst, ft_params_conv)->act_in != FT_ACT_NONE) {
+        /* the input prologue on a copy of x: act_in(x + bin[c]); padding is added later, as zeros */
+        const ft_tensor *bin = dst->src[5];
+        ft_cpu_f32 fbin = {0};
+        float *xt2 = malloc((size_t)(ft_numel(xt) > 0 ? ft_numel(xt) : 1) * sizeof(float));
+        if (!xt2 || (bin && ft_cpu_f32_get(bin, bin->nb[0] == 1 || bin->ne[0] == 1, &fbin))) {
+            free(xt2);
+            goto oom;
+        }
+        memcpy(xt2, fx.p, (size_t)ft_numel(xt) * sizeof(float));
+        ft_cpu_epilogue(xt2, g->batch, g->cin, g->h * g->w, fbin.p, NULL, FT_PARAMS(dst, ft_params_conv)->act_in);
+        ft_cpu_f32_release(&fbin);
+        ft_cpu_f32_release(&fx);
+        fx.p = xt2;
+        fx.owned = true;
+    }
     if (res_in_c && res->data != (void *)y)
         memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
 

@@ -34,11 +34,14 @@ typedef struct ft_conv_geom {
  * col [nb, G, K (+ 1), nc] (K = cin_g * kh * kw) for batch items b0.. and output
  * columns n0..n0+nc of x [B, Cin, H, W], zeros where the window hangs over
  * the padding; with `ones`, a last row of ones that multiplies the bias column
- * of augmented weights. The fastest index is the output column, so writes coalesce.
+ * of augmented weights; with a prologue (act_in, bin) the values read are
+ * act_in(x + bin[c]), the padding still zero. The fastest index is the output
+ * column, so writes coalesce.
  */
 template <typename T, typename I>
 __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_conv_geom g,
-                            int64_t b0, int64_t nb, int64_t n0, int64_t nc, int ones) {
+                            int64_t b0, int64_t nb, int64_t n0, int64_t nc, int ones,
+                            const T *__restrict__ bin, int act_in) {
     const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), krows = cin_g * kk + (I)ones;
     const int64_t total = nb * g.groups * (int64_t)krows * nc;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -61,6 +64,8 @@ __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_con
         } else if (iy >= 0 && iy < (I)g.h && ix >= 0 && ix < (I)g.w) {
             int64_t c = (int64_t)gi * cin_g + ci;
             out = x[((b * g.cin + c) * g.h + iy) * g.w + ix];
+            if (bin || act_in != FT_ACT_NONE)
+                ft_st(&out, ft_act_apply(act_in, ft_ld(&out) + (bin ? ft_ld(bin + c) : 0.0f)));
         } else {
             ft_st(&out, v);
         }
@@ -148,6 +153,8 @@ struct ft_conv_fn {
      * the activation and residual in the GEMM's own epilogue (groups 1) */
     template <typename T> int with_im2col(bool aug) {
         const ft_tensor *x = dst->src[0], *w = aug ? dst->src[4] : dst->src[1], *res = dst->src[3];
+        const T *bin = dst->src[5] ? (const T *)dst->src[5]->data : NULL;
+        int act_in = FT_PARAMS(dst, ft_params_conv)->act_in;
         int64_t cin_g = g.cin / g.groups, cout_g = g.cout / g.groups, n = g.oh * g.ow;
         int64_t krows = cin_g * g.kh * g.kw + (aug ? 1 : 0), es = (int64_t)sizeof(T);
         int64_t per_item = g.groups * krows * n * es;
@@ -174,10 +181,10 @@ struct ft_conv_fn {
                 unsigned blocks = ft_cuda_blocks(total, FT_EW_THREADS);
                 if (i32)
                     FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
                 else
                     FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
                 /* FT_CUDA_LAUNCH_CHECK's check, spelled out: the scratch must go back first */
                 cudaError_t e = cudaGetLastError();
                 if (e != cudaSuccess) {
@@ -260,6 +267,10 @@ struct ft_conv_fn {
          * output's layout, and the activation one cuBLASLt applies) */
         bool aug = !is_direct && dst->src[4] && g.groups == 1 && (!res || ft_tensor_contiguous(res)) &&
                    (act == FT_ACT_NONE || act == FT_ACT_RELU || act == FT_ACT_GELU_TANH);
+        /* the input prologue is applied while gathering: im2col only (a direct
+         * GEMM reads x as it is, and the graph never asks for it there) */
+        bool prologue = dst->src[5] || FT_PARAMS(dst, ft_params_conv)->act_in != FT_ACT_NONE;
+        if (prologue && is_direct) return ft_set_error(ctx, FT_ERR_INTERNAL, "input prologue on a direct convolution");
         int st = is_direct ? direct<T>() : with_im2col<T>(aug);
         if (st || aug) return st;
         return epilogue<T>();
@@ -278,6 +289,8 @@ static int ft_conv_run(ft_ctx *ctx, ft_tensor *dst, const ft_conv_geom *g, const
     if (w->dtype != dst->dtype || x->dtype != dst->dtype || (bias && bias->dtype != dst->dtype) ||
         (res && res->dtype != dst->dtype))
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: inputs must share the output dtype", name);
+    if (dst->src[5] && dst->src[5]->dtype != dst->dtype)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: input bias must share the output dtype", name);
     if (bias && (bias->ndim != 1 || bias->ne[0] != g->cout))
         return ft_set_error(ctx, FT_ERR_SHAPE, "%s: bias must have shape [%lld]", name,
                             (long long)g->cout);
