@@ -44,11 +44,12 @@ static int fold_scales(ft_graph *g) {
         if (s->op != FT_OP_SCALE || (s->flags & FT_GF_DEAD)) continue;
         const ft_params_scale *p = FT_PARAMS(s, ft_params_scale);
         ft_tensor *l = s->src[0];
+        if (p->beta != 0.0f || !plain_linear(l) || l->src[2] || !ft_graph_fusable(g, l) ||
+            l->dtype != s->dtype || !ft_shape_equal(l, s))
+            continue;
         ft_params_linear *lp = (ft_params_linear *)(void *)l->op_params;
         float alpha = lp->alpha * p->alpha;
-        if (p->beta != 0.0f || !plain_linear(l) || l->src[2] || !ft_graph_fusable(g, l) ||
-            l->dtype != s->dtype || !ft_shape_equal(l, s) || !isfinite(alpha) || alpha == 0.0f)
-            continue;
+        if (!isfinite(alpha) || alpha == 0.0f) continue;
         lp->alpha = alpha;
         int pos = s->id;
         ft_graph_replace_uses(g, s, l);
