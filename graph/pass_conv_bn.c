@@ -4,13 +4,13 @@
  *   W' = W * s (per output channel),  b' = (b - mean) * s + beta,
  * computed at plan time on the host in f32 (double for s), once per model: the
  * folded weights are shared through the model's constant cache by every plan
- * (every input shape). Only when the convolution feeds nothing but the batch
- * norm and all statistics are constant.
+ * (every input shape), and so are the constants later passes make of them. Only
+ * when the convolution feeds nothing but the batch norm and all statistics are
+ * constant.
  */
 #include "graph.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The convolution takes the folded weights; the batch norm disappears. */
@@ -24,46 +24,45 @@ static int rewrite(ft_graph *g, ft_tensor *bn, ft_tensor *conv, ft_tensor *w2, f
     return 1;
 }
 
+/* h: w [Cout, ...], var, gamma -> w * s per output channel (user: eps) */
+static bool bn_weight(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    float eps = *(const float *)user;
+    int64_t cout = src[0]->ne[0], per = ft_numel(src[0]) / (cout ? cout : 1);
+    for (int64_t c = 0; c < cout; c++) {
+        double sc = (double)h[2][c] / sqrt((double)h[1][c] + (double)eps);
+        for (int64_t i = 0; i < per; i++) out[c * per + i] = (float)(h[0][c * per + i] * sc);
+    }
+    return true;
+}
+
+/* h: mean, var, gamma, beta [, b] -> (b - mean) * s + beta (b = 0 when absent) */
+static bool bn_bias(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
+    float eps = *(const float *)user;
+    bool has_b = src[4] != NULL;
+    for (int64_t c = 0, n = src[0]->ne[0]; c < n; c++) {
+        double sc = (double)h[2][c] / sqrt((double)h[1][c] + (double)eps);
+        out[c] = (float)(((has_b ? h[4][c] : 0.0) - h[0][c]) * sc + h[3][c]);
+    }
+    return true;
+}
+
+/* The folded weights come from the model's cache (made by the first plan, shared
+ * by every later one) whenever the sources are the model's own. */
 static int fold_one(ft_graph *g, ft_tensor *bn, ft_tensor *conv) {
     ft_tensor *w = conv->src[1], *b = conv->src[2];
-    const void *key[6] = {w, b, bn->src[1], bn->src[2], bn->src[3], bn->src[4]};
-    float eps_f = FT_PARAMS(bn, ft_params_norm)->eps;
+    float eps = FT_PARAMS(bn, ft_params_norm)->eps;
     uint32_t eps_bits;
-    memcpy(&eps_bits, &eps_f, sizeof eps_bits);
-    if (g->cache) {
-        ft_tensor *cw = ft_const_cache_get(g->cache, FT_CONST_CONV_BN_W, eps_bits, key, 6);
-        ft_tensor *cb = ft_const_cache_get(g->cache, FT_CONST_CONV_BN_B, eps_bits, key, 6);
-        if (cw && cb) return rewrite(g, bn, conv, cw, cb);
-    }
-    int64_t cout = w->ne[0], per = ft_numel(w) / (cout ? cout : 1);
-    float *hw = ft_graph_const_to_host(g, w);
-    float *hb = b ? ft_graph_const_to_host(g, b) : NULL;
-    float *st[4] = {NULL, NULL, NULL, NULL};
-    int ok = hw && (!b || hb);
-    for (int k = 0; k < 4 && ok; k++) {
-        st[k] = ft_graph_const_to_host(g, bn->src[1 + k]);
-        ok = st[k] != NULL;
-    }
-    float *nb = ok ? (float *)malloc((size_t)cout * sizeof *nb) : NULL;
-    ft_tensor *w2 = NULL, *b2 = NULL;
-    if (nb) {
-        float eps = FT_PARAMS(bn, ft_params_norm)->eps;
-        for (int64_t c = 0; c < cout; c++) {
-            double s = (double)st[2][c] / sqrt((double)st[1][c] + (double)eps);
-            for (int64_t i = 0; i < per; i++) hw[c * per + i] = (float)(hw[c * per + i] * s);
-            nb[c] = (float)(((hb ? hb[c] : 0.0) - st[0][c]) * s + st[3][c]);
-        }
-        w2 = ft_graph_const_from_host(g, w->dtype, w->ndim, w->ne, hw);
-        b2 = w2 ? ft_graph_const_from_host(g, w->dtype, 1, &cout, nb) : NULL;
-    }
-    free(hw);
-    free(hb);
-    free(nb);
-    for (int k = 0; k < 4; k++) free(st[k]);
+    memcpy(&eps_bits, &eps, sizeof eps_bits);
+    int64_t cout = w->ne[0];
+    int fail = 0;
+    ft_tensor *wsrc[3] = {w, bn->src[2], bn->src[3]};
+    ft_tensor *bsrc[5] = {bn->src[1], bn->src[2], bn->src[3], bn->src[4], b};
+    ft_tensor *w2 = ft_graph_const_derived(g, FT_CONST_CONV_BN_W, eps_bits, wsrc, 3, w->ndim, w->ne, bn_weight, &eps,
+                                           &fail);
+    ft_tensor *b2 = w2 ? ft_graph_const_derived(g, FT_CONST_CONV_BN_B, eps_bits, bsrc, b ? 5 : 4, 1, &cout, bn_bias,
+                                                &eps, &fail)
+                       : NULL;
     if (!b2) return -1;
-    if (g->cache && (ft_const_cache_put(g->ctx, g->cache, FT_CONST_CONV_BN_W, eps_bits, key, 6, w2) != FT_OK ||
-                     ft_const_cache_put(g->ctx, g->cache, FT_CONST_CONV_BN_B, eps_bits, key, 6, b2) != FT_OK))
-        return -1;
     return rewrite(g, bn, conv, w2, b2);
 }
 
