@@ -6,7 +6,9 @@
  * act(linear + r) takes both; an activation after a fused residual is still
  * exact, an add after an activation is not and is left alone. On CUDA a
  * convolution through im2col also gets its weights with the bias as one more
- * column (src[4]), so the GEMM adds the bias too.
+ * column (src[4]), so the GEMM adds the bias too, and a 1x1 convolution read
+ * only by such a convolution hands it its bias and activation (src[5],
+ * act_in), applied while the reader gathers its input.
  */
 #include "graph.h"
 
@@ -115,7 +117,13 @@ static bool bias_column(const float *const *h, const ft_tensor *const *src, floa
  * weight column against a row of ones, so with a cuBLASLt activation and the
  * residual as C the separate bias pass goes (kernels/cuda/conv.cu). Direct
  * (1x1, stride 1) convolutions read x itself and keep the pass. */
-static bool conv_direct(const ft_tensor *c);
+/* A 1x1 stride-1 unpadded convolution: a GEMM on x itself, no im2col. */
+static bool conv_direct(const ft_tensor *c) {
+    const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
+    const ft_tensor *w = c->src[1];
+    int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
+    return kk == 1 && p->stride == 1 && p->padding == 0;
+}
 
 static int bias_into_conv_gemms(ft_graph *g) {
     if (g->ctx->device != FT_DEVICE_CUDA) return 0;
@@ -139,13 +147,6 @@ static int bias_into_conv_gemms(ft_graph *g) {
         n++;
     }
     return n;
-}
-
-static bool conv_direct(const ft_tensor *c) {
-    const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
-    const ft_tensor *w = c->src[1];
-    int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
-    return kk == 1 && p->stride == 1 && p->padding == 0;
 }
 
 /* CUDA: a 1x1 convolution (a GEMM on x itself, whose bias and activation need a
