@@ -61,8 +61,13 @@ void ft_cuda_device_label(const ft_ctx *ctx, char *buf, size_t size) {
         snprintf(buf, size, "cuda (not initialised)");
         return;
     }
-    snprintf(buf, size, "%s (device %d, sm_%d%d, %d SMs)", s->name, s->device, s->sm_major, s->sm_minor,
-             s->n_sm);
+    snprintf(buf, size, "%s (device %d, sm_%d%d, %d SMs, PDL %s%s)", s->name, s->device, s->sm_major,
+             s->sm_minor, s->n_sm, s->pdl ? "on" : "off: ", s->pdl ? "" : s->pdl_note);
+}
+
+int ft_cuda_pdl(ft_ctx *ctx) {
+    const ft_cuda_state *s = ctx ? ctx->cuda : NULL;
+    return s ? s->pdl : 0;
 }
 
 int ft_cupti_linked_version(void) {
@@ -207,6 +212,35 @@ static int env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Programmatic dependent launch: on for sm_90+ unless FT_DISABLE_PDL is set or
+ * the probe finds the driver refusing it (then off, with the reason in the
+ * device label; the context still works). */
+static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
+    s->pdl = 0;
+    if (env_flag("FT_DISABLE_PDL")) {
+        snprintf(s->pdl_note, sizeof s->pdl_note, "FT_DISABLE_PDL is set");
+        return FT_OK;
+    }
+    if (s->sm_major < 9) {
+        snprintf(s->pdl_note, sizeof s->pdl_note, "needs sm_90 or newer");
+        return FT_OK;
+    }
+    s->pdl = 1;
+    if (ft_cuda_pdl_probe(ctx) == FT_OK) return FT_OK;
+    s->pdl = 0;
+    snprintf(s->pdl_note, sizeof s->pdl_note, "probe failed: %s", ft_ctx_errmsg(ctx));
+    (void)cudaGetLastError();
+    ft_ctx_clear_error(ctx);
+    /* a refused capture can leave the stream unusable: start over with a new one */
+    cudaStream_t old = s->stream;
+    s->stream = NULL;
+    if (old) (void)cudaStreamDestroy(old);
+    CU_TRY(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    BLAS_TRY(ctx, cublasSetStream(s->blas, s->stream));
+    BLAS_TRY(ctx, cublasSetWorkspace(s->blas, s->blas_ws, s->blas_ws_size));
+    return FT_OK;
+}
+
 ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -267,7 +301,7 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     ctx->alloc.sys_alloc = cuda_sys_alloc;
     ctx->alloc.sys_free = cuda_sys_free;
     ctx->alloc.impl = s;
-    return FT_OK;
+    return pdl_init(ctx, s);
 }
 
 void ft_cuda_ctx_destroy(ft_ctx *ctx) {

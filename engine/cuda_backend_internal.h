@@ -66,6 +66,8 @@ typedef struct ft_cuda_state {
     size_t lt_ws_size;
     int allow_tf32; /* FT_ALLOW_TF32=1 or ft_cuda_set_allow_tf32() */
     int fast_gelu;  /* FT_FAST_GELU=1: exact GELU after a GEMM may use cuBLASLt's tanh epilogue */
+    int pdl;        /* kernels launch with programmatic dependent launch (ft_cuda_pdl) */
+    char pdl_note[128]; /* why not, when pdl is 0 */
 
     /* device frees asked for while the stream was capturing, done afterwards */
     void **deferred;
@@ -85,6 +87,15 @@ ft_status ft_cublas_error(ft_ctx *ctx, cublasStatus_t st, const char *what);
 int ft_cuda_capturing(ft_ctx *ctx);
 /* Enables TF32 for f32 GEMMs on this context (off by default; results change). */
 void ft_cuda_set_allow_tf32(ft_ctx *ctx, int on);
+/* 1 when the context launches its kernels with programmatic dependent launch:
+ * sm_90 or newer, FT_DISABLE_PDL unset, and the probe below passed. */
+int ft_cuda_pdl(ft_ctx *ctx);
+/* Runs the launches programmatic dependent launch will make, once, on the
+ * context's stream (kernels/cuda/copy.cu): a memset then two dependent PDL
+ * kernels, directly and captured into a graph, checking the result. FT_OK, or
+ * an error that says which step the driver refused. Uses cudaMalloc: never
+ * call it while the stream is capturing. */
+ft_status ft_cuda_pdl_probe(ft_ctx *ctx);
 /* Destroys the cached GEMM plans (kernels/cuda/gemm.cu). */
 void ft_cuda_gemm_cache_free(ft_cuda_state *s);
 /* Copies a float tensor of any strides into a contiguous device buffer of the

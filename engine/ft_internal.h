@@ -185,7 +185,7 @@ struct ft_ctx {
     ft_device device;
     int device_index;
     int cpu_threads;
-    char device_label[160]; /* ft_ctx_device_label, filled on first use */
+    char device_label[320]; /* ft_ctx_device_label, filled on first use */
 
     ft_status status;
     char errmsg[1024];

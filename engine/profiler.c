@@ -417,9 +417,9 @@ static void replays_to_names(ft_profiler *p) {
         ft_prof_name *from = name_slot(p, ft_prof_op_name(&p->ops[g->op]));
         ft_prof_name *to = name_slot(p, ft_op_name((ft_op)st->op));
         if (!from || !to) continue;
-        from->gpu_ns -= g->end - g->start;
+        from->gpu_ns -= g->end - g->own_start;
         from->kernels--;
-        to->gpu_ns += g->end - g->start;
+        to->gpu_ns += g->end - g->own_start;
         to->kernels++;
     }
     for (int64_t i = 0; i < p->n_ops; i++) {
@@ -431,6 +431,38 @@ static void replays_to_names(ft_profiler *p) {
             if (n) n->replayed++;
         }
     }
+}
+
+static int cmp_stream_start(const void *a, const void *b) {
+    const ft_gpu_rec *x = *(const ft_gpu_rec *const *)a, *y = *(const ft_gpu_rec *const *)b;
+    if (x->stream != y->stream) return (x->stream > y->stream) - (x->stream < y->stream);
+    if (x->start != y->start) return (x->start > y->start) - (x->start < y->start);
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Sets own_start of every device record: its start, or the end of the latest
+ * earlier work of its stream if that is later (a PDL launch starts while the
+ * kernel before it drains). Returns the overlap removed, in ns; -1 when out
+ * of host memory. */
+static int64_t own_starts(ft_profiler *p) {
+    ft_gpu_rec **v = (ft_gpu_rec **)malloc((p->n_gpu ? p->n_gpu : 1) * sizeof *v);
+    if (!v) return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_gpu; i++) {
+        p->gpu[i].own_start = p->gpu[i].start;
+        if (is_device_work(&p->gpu[i]) && p->gpu[i].end > p->gpu[i].start) v[n++] = &p->gpu[i];
+    }
+    qsort(v, n, sizeof *v, cmp_stream_start);
+    uint64_t cover = 0, overlap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || v[i]->stream != v[i - 1]->stream) cover = 0;
+        uint64_t own = v[i]->start < cover ? (cover < v[i]->end ? cover : v[i]->end) : v[i]->start;
+        overlap += own - v[i]->start;
+        v[i]->own_start = own;
+        if (v[i]->end > cover) cover = v[i]->end;
+    }
+    free(v);
+    return (int64_t)overlap;
 }
 
 /* Everything below is derived from the op and device records, from scratch:
@@ -452,6 +484,10 @@ static ft_status compute(ft_profiler *p) {
     s->cupti = p->cupti_window;
     snprintf(s->cupti_note, sizeof s->cupti_note, "%s", p->cupti_window ? "" : p->cupti_note);
 
+    int64_t overlap = own_starts(p);
+    if (overlap < 0) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory for the profile");
+    s->overlap_us = us((uint64_t)overlap);
+
     /* device records -> ops; counts and health */
     for (size_t i = 0; i < p->n_gpu; i++) {
         const ft_gpu_rec *g = &p->gpu[i];
@@ -464,7 +500,7 @@ static ft_status compute(ft_profiler *p) {
         if (g->kind == FT_GPU_KERNEL && g->start == 0 && g->end == 0) s->kernels_zero_ts++;
         if (g->kind == FT_GPU_KERNEL && (g->op < 0 || g->op >= p->n_ops)) s->kernels_unlinked++;
         if (is_device_work(g) && g->op >= 0 && g->op < p->n_ops && g->end > g->start) {
-            p->ops[g->op].gpu_ns += g->end - g->start;
+            p->ops[g->op].gpu_ns += g->end - g->own_start;
             p->ops[g->op].n_gpu++;
         }
     }

@@ -53,6 +53,9 @@ typedef struct ft_gpu_rec {
     uint8_t pad[3];
     int32_t step;         /* device work of a CUDA graph replay: the plan step that captured
                              it (ft_prof_attribute_replays), else -1 */
+    uint64_t own_start;   /* device work: where its own time starts, past the end of all
+                             earlier work on its stream (set by the summary; differs from
+                             start when a PDL launch started beside its predecessor) */
 } ft_gpu_rec;
 
 /* ---- CUPTI layer (engine/cupti.c) ----

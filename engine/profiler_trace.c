@@ -87,7 +87,8 @@ static void write_metadata(FILE *f, const ft_profiler *p) {
             ft_device_name(s->device), busy_source_name(s->busy_source), s->wall_us, s->busy_us,
             s->overhead_us, s->utilization, (long long)s->ops, (long long)s->ops_dropped, s->cupti);
     put_str(f, s->cupti_note);
-    fprintf(f, ",\"gpu_records_dropped\":%lld},\n", (long long)s->gpu_records_dropped);
+    fprintf(f, ",\"gpu_records_dropped\":%lld,\"overlap_us\":%.3f},\n", (long long)s->gpu_records_dropped,
+            s->overlap_us);
     fprintf(f, "\"traceEvents\":[\n");
     fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
                "\"ftengine host (%s)\"}},\n",

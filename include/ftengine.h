@@ -660,6 +660,12 @@ typedef struct ft_profile_summary {
        its graph's node count (dropped records) stays whole under "graph_launch" */
     int64_t graph_replays;      /* graph_launch records in the window */
     int64_t graph_replays_attributed; /* of which the device work went to plan steps */
+    /* device time that ran beside earlier work of the same stream: kernels launched
+       with programmatic dependent launch start while their predecessor drains, and
+       wait in their prologue. Per-op gpu_us counts each record from the end of the
+       work before it, so this time is counted once, for the earlier op; busy_us
+       (a union) is unaffected, busy_sum_us includes it. */
+    double overlap_us;
 } ft_profile_summary;
 
 /** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before

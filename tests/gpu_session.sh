@@ -57,6 +57,15 @@ bench)
         run env FT_DISABLE_PASSES=affine "$TOOL" bench funnel-small --device cuda --mode static --dtype fp16 \
             --batch $b --iters 100 --warmup 10
     done
+    # programmatic dependent launch (2026-11-25): each kernel's launch hidden behind
+    # the tail of the one before it; the same runs with it off (the device label
+    # in each header says "PDL on" or why not)
+    for model in bert-base resnet-50 wavlm-base; do
+        for mode in eager static; do
+            run env FT_DISABLE_PDL=1 "$TOOL" bench "$model" --device cuda --mode "$mode" --dtype fp16 --batch 1 \
+                --iters 200 --warmup 20
+        done
+    done
     # what exact GELU costs (one launch per FFN) and the previous attention kernel
     run env FT_FAST_GELU=1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
     run env FT_ATTN_KERNEL=v1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 200 --warmup 20
@@ -67,6 +76,8 @@ bench)
     # static mode profiled: a replay's kernels given back to their ops ('in graph' column)
     run "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 --iters 20 --warmup 5 \
         --phases --trace "$OUT/bert-base-static-trace.json"
+    run env FT_DISABLE_PDL=1 "$TOOL" bench bert-base --device cuda --mode static --dtype fp16 --batch 1 \
+        --iters 20 --warmup 5 --phases --trace "$OUT/bert-base-static-nopdl-trace.json"
     # the framework tax, profiled: modes x emulated per-op cost (CUPTI busy time)
     run "$B/examples/framework_tax" bert-base cuda 1
     # the framework-tax curves (paper protocol, overhead share per point)

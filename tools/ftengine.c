@@ -95,6 +95,10 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
                 (long long)s.kernels_before_api, (long long)s.correlation_errors, s.cupti_overhead_us);
     else if (s.device == FT_DEVICE_CUDA)
         fprintf(f, "%scupti: off (%s)\n", pre, s.cupti_note);
+    if (s.cupti && s.overlap_us > 0)
+        fprintf(f, "%sdevice overlap (PDL early starts) per iteration: %.1f us, counted once in the "
+                   "per-op device time\n",
+                pre, s.overlap_us * k);
     if (s.graph_replays)
         fprintf(f, "%sCUDA graph replays: %lld, %lld with their device work given to the plan steps%s\n",
                 pre, (long long)s.graph_replays, (long long)s.graph_replays_attributed,

@@ -67,6 +67,7 @@ __device__ __forceinline__ int64_t sm_mask_row(const sm_shape &s, int64_t row) {
 template <typename T, int NPL>
 __global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *mask, sm_shape s,
                                     int64_t rows, int n, float scale) {
+    FT_KERNEL_PROLOGUE();
     int lane = threadIdx.x & 31;
     int64_t row = (int64_t)blockIdx.x * SM_WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -108,6 +109,7 @@ __global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *m
 template <typename T>
 __global__ void softmax_loop_kernel(T *y, const T *x, int64_t rs, const float *mask, sm_shape s,
                                     int64_t rows, int64_t n, float scale) {
+    FT_KERNEL_PROLOGUE();
     int lane = threadIdx.x & 31;
     int64_t row = (int64_t)blockIdx.x * SM_WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -139,7 +141,7 @@ struct softmax_run {
 
     template <typename T, int NPL> int warp() {
         unsigned blocks = (unsigned)((rows + SM_WARPS - 1) / SM_WARPS);
-        FT_LAUNCH(blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_warp_kernel<T, NPL>)(
+        FT_LAUNCH(ctx, blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_warp_kernel<T, NPL>)(
             (T *)dst->data, (const T *)x->data, rs, mask, s, rows, (int)n, scale);
         FT_CUDA_LAUNCH_CHECK(ctx, "softmax");
         return FT_OK;
@@ -152,7 +154,7 @@ struct softmax_run {
         if (n <= 512) return warp<T, 16>();
         if (n <= 1024) return warp<T, 32>();
         unsigned blocks = (unsigned)((rows + SM_WARPS - 1) / SM_WARPS);
-        FT_LAUNCH(blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_loop_kernel<T>)(
+        FT_LAUNCH(ctx, blocks, 32 * SM_WARPS, 0, ft_cuda_stream(ctx), softmax_loop_kernel<T>)(
             (T *)dst->data, (const T *)x->data, rs, mask, s, rows, n, scale);
         FT_CUDA_LAUNCH_CHECK(ctx, "softmax (long rows)");
         return FT_OK;
@@ -215,6 +217,7 @@ template <int DPL> constexpr int at1_smem_floats() {
 template <typename T, int DPL>
 __global__ void __launch_bounds__(AT_THREADS)
 attention_v1_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
+    FT_KERNEL_PROLOGUE();
     constexpr int DM = 32 * DPL; /* head dims held per row: lane + 32 * i */
     FT_DYN_SMEM(float, at_smem);
     float *Ks = at_smem;                      /* [KT][DM + 1], padded: lane j reads row j */
@@ -424,6 +427,7 @@ __device__ __forceinline__ float at_f4(const float4 &v, int i) {
 template <typename T, int DM, bool VEC>
 __global__ void __launch_bounds__(AT_THREADS)
 attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, at_params p) {
+    FT_KERNEL_PROLOGUE();
     constexpr int KT = at_kt<DM>();
     constexpr int KPL = KT / 32; /* keys scored per lane */
     constexpr int KLD = DM + 4;  /* K row stride: a quarter-warp's float4 reads on distinct banks */
@@ -619,7 +623,7 @@ struct attention_run {
     template <typename T, int DPL> int launch_v1() {
         size_t smem = (size_t)at1_smem_floats<DPL>() * sizeof(float);
         static_assert(at1_smem_floats<DPL>() * sizeof(float) <= 48 * 1024, "attention v1 smem");
-        FT_LAUNCH(grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_v1_kernel<T, DPL>)(
+        FT_LAUNCH(ctx, grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_v1_kernel<T, DPL>)(
             (T *)dst->data, (const T *)q->data, (const T *)k->data, (const T *)v->data, mask, p);
         FT_CUDA_LAUNCH_CHECK(ctx, "attention (v1)");
         return FT_OK;
@@ -629,7 +633,7 @@ struct attention_run {
         /* sizes stay under the default 48 KB dynamic limit: no attribute call,
          * so nothing to do before a CUDA graph capture */
         static_assert(at_smem_floats<DM>() * sizeof(float) <= 48 * 1024, "attention smem");
-        FT_LAUNCH(grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_kernel<T, DM, VEC>)(
+        FT_LAUNCH(ctx, grid(), AT_THREADS, smem, ft_cuda_stream(ctx), attention_kernel<T, DM, VEC>)(
             (T *)dst->data, (const T *)q->data, (const T *)k->data, (const T *)v->data, mask, p);
         FT_CUDA_LAUNCH_CHECK(ctx, "attention");
         return FT_OK;

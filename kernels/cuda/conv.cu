@@ -42,6 +42,7 @@ template <typename T, typename I>
 __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_conv_geom g,
                             int64_t b0, int64_t nb, int64_t n0, int64_t nc, int ones,
                             const T *__restrict__ bin, int act_in) {
+    FT_KERNEL_PROLOGUE();
     const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), krows = cin_g * kk + (I)ones;
     const int64_t total = nb * g.groups * (int64_t)krows * nc;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
@@ -81,6 +82,7 @@ template <typename T, typename I>
 __global__ void ft_k_conv_epilogue(T *__restrict__ y, int64_t n, int64_t cout, int64_t plane,
                                    const T *__restrict__ bias, int64_t bstride,
                                    const T *__restrict__ res, ft_nd<1> rd, int act) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float v = ft_ld(y + i);
@@ -180,10 +182,10 @@ struct ft_conv_fn {
                 int64_t total = bn * g.groups * krows * cn;
                 unsigned blocks = ft_cuda_blocks(total, FT_EW_THREADS);
                 if (i32)
-                    FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
+                    FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
                         col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
                 else
-                    FT_LAUNCH(blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
+                    FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
                         col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
                 /* FT_CUDA_LAUNCH_CHECK's check, spelled out: the scratch must go back first */
                 cudaError_t e = cudaGetLastError();
@@ -250,10 +252,10 @@ struct ft_conv_fn {
         const T *bp = bias ? (const T *)bias->data : NULL, *rp = res ? (const T *)res->data : NULL;
         int64_t bs = bias ? bias->nb[0] : 0;
         if (ft_nd_fits_i32(&rd, n))
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int32_t>)(
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int32_t>)(
                 (T *)dst->data, n, g.cout, plane, bp, bs, rp, rd, act);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int64_t>)(
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_conv_epilogue<T, int64_t>)(
                 (T *)dst->data, n, g.cout, plane, bp, bs, rp, rd, act);
         FT_CUDA_LAUNCH_CHECK(ctx, "conv epilogue");
         return FT_OK;

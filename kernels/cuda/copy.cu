@@ -37,6 +37,7 @@ __device__ __forceinline__ void ft_cvt(To *dst, const Ti *src) {
 template <typename To, typename Ti, int V>
 __global__ void ft_k_copy_dense(To *__restrict__ dst, const Ti *__restrict__ src, int64_t n,
                                 int vec) {
+    FT_KERNEL_PROLOGUE();
     int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t nv = vec ? n / V : 0;
@@ -58,6 +59,7 @@ __global__ void ft_k_copy_dense(To *__restrict__ dst, const Ti *__restrict__ src
 template <typename To, typename Ti, typename I>
 __global__ void ft_k_copy_nd(To *__restrict__ dst, const Ti *__restrict__ src, ft_nd<1> d,
                              int64_t n) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         I off[1];
@@ -78,7 +80,7 @@ template <typename To, typename Ti> static int ft_copy_run(ft_ctx *ctx, ft_tenso
         constexpr int V = 16 / SZ;
         int vec = ft_cu_aligned(out, sizeof(To) * V) && ft_cu_aligned(in, sizeof(Ti) * V);
         if (vec) blocks = ft_cuda_blocks(n / V + 1, FT_EW_THREADS);
-        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_dense<To, Ti, V>)(out, in, n, vec);
+        FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_copy_dense<To, Ti, V>)(out, in, n, vec);
         FT_CUDA_LAUNCH_CHECK(ctx, "copy (dense)");
         return FT_OK;
     }
@@ -88,9 +90,9 @@ template <typename To, typename Ti> static int ft_copy_run(ft_ctx *ctx, ft_tenso
     ft_nd_set_operand(&d, 0, x, x->ndim);
     ft_nd_collapse(&d);
     if (ft_nd_fits_i32(&d, n))
-        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int32_t>)(out, in, d, n);
+        FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int32_t>)(out, in, d, n);
     else
-        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int64_t>)(out, in, d, n);
+        FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_copy_nd<To, Ti, int64_t>)(out, in, d, n);
     FT_CUDA_LAUNCH_CHECK(ctx, "copy (strided)");
     return FT_OK;
 }
@@ -143,6 +145,7 @@ FT_CUDA_KERNEL(copy) {
 template <typename U>
 __global__ void ft_k_concat(U *__restrict__ out, const U *__restrict__ a, const U *__restrict__ b,
                             int64_t outer, int64_t ca, int64_t cb) {
+    FT_KERNEL_PROLOGUE();
     int64_t row = ca + cb, n = outer * row;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -154,7 +157,7 @@ __global__ void ft_k_concat(U *__restrict__ out, const U *__restrict__ a, const 
 template <typename U>
 static int ft_concat_launch(ft_ctx *ctx, ft_tensor *dst, int64_t outer, int64_t ca, int64_t cb) {
     int64_t n = outer * (ca + cb);
-    FT_LAUNCH(ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_concat<U>)(
+    FT_LAUNCH(ctx, ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_concat<U>)(
         (U *)dst->data, (const U *)dst->src[0]->data, (const U *)dst->src[1]->data, outer, ca, cb);
     FT_CUDA_LAUNCH_CHECK(ctx, "concat");
     return FT_OK;
@@ -184,6 +187,7 @@ FT_CUDA_KERNEL(concat) {
 template <typename T>
 __global__ void ft_k_pad(T *__restrict__ out, const T *__restrict__ x, int64_t outer, int64_t len,
                          int64_t inner, int64_t before, int64_t olen, T value) {
+    FT_KERNEL_PROLOGUE();
     int64_t n = outer * olen * inner;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -200,7 +204,7 @@ template <typename T> static int ft_pad_run(ft_ctx *ctx, ft_tensor *dst, T value
     for (int i = 0; i < p->dim; i++) outer *= dst->ne[i];
     for (int i = p->dim + 1; i < dst->ndim; i++) inner *= dst->ne[i];
     int64_t n = ft_numel(dst);
-    FT_LAUNCH(ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_pad<T>)(
+    FT_LAUNCH(ctx, ft_cuda_blocks(n, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx), ft_k_pad<T>)(
         (T *)dst->data, (const T *)x->data, outer, x->ne[p->dim], inner, p->before,
         dst->ne[p->dim], value);
     FT_CUDA_LAUNCH_CHECK(ctx, "pad");

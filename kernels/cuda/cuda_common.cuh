@@ -14,6 +14,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "cuda_kernels.h"
 
 extern "C" {
@@ -22,6 +24,9 @@ cudaStream_t ft_cuda_stream(ft_ctx *ctx);
 /* Scratch device memory valid until the op returns (from the caching allocator;
  * never cudaMalloc inside a captured region). NULL + error on failure. */
 void *ft_cuda_scratch(ft_ctx *ctx, size_t bytes, ft_block **block);
+/* 1 when this context launches its kernels with programmatic dependent launch
+ * (engine/cuda_backend.c decides once, at context creation). */
+int ft_cuda_pdl(ft_ctx *ctx);
 }
 
 /* Checks a CUDA runtime call; on failure records "<expr>: <cuda error>" and returns it. */
@@ -42,10 +47,63 @@ void *ft_cuda_scratch(ft_ctx *ctx, size_t bytes, ft_block **block);
                                 cudaGetErrorString(e_));                                  \
     } while (0)
 
-/* Every kernel launch: FT_LAUNCH(grid, block, smem, stream, kernel<T...>)(args...).
- * One spelling for nvcc's <<< >>> and the host emulator's launcher (emu.cuh). */
+/* Every kernel launch: FT_LAUNCH(ctx, grid, block, smem, stream, kernel<T...>)(args...).
+ * One spelling for the device build and the host emulator's launcher (emu.cuh).
+ *
+ * Programmatic dependent launch (PDL, sm_90+): when the context allows it, the
+ * launch carries cudaLaunchAttributeProgrammaticStreamSerialization, so the
+ * driver may start this grid while the kernel before it in the stream is still
+ * draining; the grid's launch latency and block scheduling then hide behind
+ * that kernel's tail. It is safe because every kernel of this directory opens
+ * with FT_KERNEL_PROLOGUE, whose griddepcontrol.wait holds each thread until
+ * the grids it depends on have completed and their writes are visible: no
+ * kernel reads or writes global memory before it (tests/lint.sh checks the
+ * prologue comes first; the emulator checks every thread of a PDL launch ran
+ * it). A launch that fails sets the error cudaGetLastError returns, which
+ * FT_CUDA_LAUNCH_CHECK reads, as for <<< >>>. */
 #ifndef FT_CUDA_EMU
-#define FT_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+namespace ft_launch {
+template <typename... P> struct bound {
+    void (*kernel)(P...);
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    template <typename... A> void operator()(A &&...a) {
+        cfg.attrs = cfg.numAttrs ? attr : NULL;
+        (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(a)...);
+    }
+};
+template <typename... P>
+static inline bound<P...> make(int pdl, dim3 g, dim3 b, size_t smem, cudaStream_t s, void (*k)(P...)) {
+    bound<P...> l;
+    l.kernel = k;
+    l.cfg = cudaLaunchConfig_t{};
+    l.cfg.gridDim = g;
+    l.cfg.blockDim = b;
+    l.cfg.dynamicSmemBytes = smem;
+    l.cfg.stream = s;
+    l.attr[0] = cudaLaunchAttribute{};
+    l.attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    l.attr[0].val.programmaticStreamSerializationAllowed = 1;
+    l.cfg.numAttrs = pdl ? 1 : 0;
+    return l;
+}
+} // namespace ft_launch
+#define FT_LAUNCH(ctx, grid, block, smem, stream, ...)                                     \
+    ::ft_launch::make(ft_cuda_pdl(ctx), dim3(grid), dim3(block), (size_t)(smem), (stream), &__VA_ARGS__)
+
+/* The first statement of every kernel: wait for the grids this one depends on
+ * (a no-op unless it was launched with PDL), then let the next grid in the
+ * stream launch early (a hint; that grid waits for this one in its own prologue). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FT_KERNEL_PROLOGUE()                                                               \
+    do {                                                                                   \
+        asm volatile("griddepcontrol.wait;" ::: "memory");                                 \
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                    \
+    } while (0)
+#else
+#define FT_KERNEL_PROLOGUE() do { } while (0)
+#endif
+
 /* the block's dynamic shared memory as `type *name` */
 #define FT_DYN_SMEM(type, name) extern __shared__ type name[]
 #endif

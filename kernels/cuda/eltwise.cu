@@ -50,6 +50,7 @@ __device__ __forceinline__ float ft_binop(int op, float a, float b) {
 template <typename T, int V>
 __global__ void ft_k_binary_dense(T *__restrict__ out, const T *__restrict__ a,
                                   const T *__restrict__ b, int64_t n, int op, int vec) {
+    FT_KERNEL_PROLOGUE();
     int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t nv = vec ? n / V : 0;
@@ -71,6 +72,7 @@ __global__ void ft_k_binary_dense(T *__restrict__ out, const T *__restrict__ a,
 template <typename T, typename I>
 __global__ void ft_k_binary_nd(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b,
                                ft_nd<2> d, int64_t n, int op) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         I off[2];
@@ -92,7 +94,7 @@ struct ft_binary_fn {
             int vec = ft_cu_aligned(out, 16) && ft_cu_aligned(a->data, 16) &&
                       ft_cu_aligned(b->data, 16);
             unsigned blocks = ft_cuda_blocks(vec ? n / V + 1 : n, FT_EW_THREADS);
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_dense<T, V>)(
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_binary_dense<T, V>)(
                 out, (const T *)a->data, (const T *)b->data, n, (int)dst->op, vec);
             FT_CUDA_LAUNCH_CHECK(ctx, "binary (dense)");
             return FT_OK;
@@ -104,10 +106,10 @@ struct ft_binary_fn {
         ft_nd_collapse(&d);
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         if (ft_nd_fits_i32(&d, n))
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int32_t>)(
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int32_t>)(
                 out, (const T *)a->data, (const T *)b->data, d, n, (int)dst->op);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int64_t>)(
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_binary_nd<T, int64_t>)(
                 out, (const T *)a->data, (const T *)b->data, d, n, (int)dst->op);
         FT_CUDA_LAUNCH_CHECK(ctx, "binary (strided)");
         return FT_OK;
@@ -149,6 +151,7 @@ __device__ __forceinline__ float ft_map1(float x, int act, float alpha, float be
 template <typename T, int V>
 __global__ void ft_k_map_dense(T *__restrict__ out, const T *__restrict__ x, int64_t n, int act,
                                float alpha, float beta, int vec) {
+    FT_KERNEL_PROLOGUE();
     int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t nv = vec ? n / V : 0;
@@ -169,6 +172,7 @@ __global__ void ft_k_map_dense(T *__restrict__ out, const T *__restrict__ x, int
 template <typename T, typename I>
 __global__ void ft_k_map_nd(T *__restrict__ out, const T *__restrict__ x, ft_nd<1> d, int64_t n,
                             int act, float alpha, float beta) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         I off[1];
@@ -191,7 +195,7 @@ struct ft_map_fn {
             constexpr int V = 16 / sizeof(T);
             int vec = ft_cu_aligned(out, 16) && ft_cu_aligned(x->data, 16);
             unsigned blocks = ft_cuda_blocks(vec ? n / V + 1 : n, FT_EW_THREADS);
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_dense<T, V>)(out, (const T *)x->data, n, act,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_map_dense<T, V>)(out, (const T *)x->data, n, act,
                                                                    alpha, beta, vec);
             FT_CUDA_LAUNCH_CHECK(ctx, ft_op_name(dst->op));
             return FT_OK;
@@ -202,10 +206,10 @@ struct ft_map_fn {
         ft_nd_collapse(&d);
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         if (ft_nd_fits_i32(&d, n))
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int32_t>)(out, (const T *)x->data, d, n,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int32_t>)(out, (const T *)x->data, d, n,
                                                                       act, alpha, beta);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int64_t>)(out, (const T *)x->data, d, n,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_map_nd<T, int64_t>)(out, (const T *)x->data, d, n,
                                                                       act, alpha, beta);
         FT_CUDA_LAUNCH_CHECK(ctx, ft_op_name(dst->op));
         return FT_OK;
@@ -247,6 +251,7 @@ template <typename T> struct ft_fused_srcs {
 template <typename T, int K, typename I>
 __global__ void ft_k_fused(T *__restrict__ out, ft_fused_srcs<T> s, ft_nd<K> d, int64_t n,
                            ft_params_fused_eltwise p) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         I off[K];
@@ -288,9 +293,9 @@ template <typename T, int K> static int ft_fused_launch(ft_ctx *ctx, ft_tensor *
     unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
     cudaStream_t st = ft_cuda_stream(ctx);
     if (ft_nd_fits_i32(&d, n))
-        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int32_t>)((T *)dst->data, s, d, n, *p);
+        FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int32_t>)((T *)dst->data, s, d, n, *p);
     else
-        FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int64_t>)((T *)dst->data, s, d, n, *p);
+        FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_fused<T, K, int64_t>)((T *)dst->data, s, d, n, *p);
     FT_CUDA_LAUNCH_CHECK(ctx, "fused_eltwise");
     return FT_OK;
 }

@@ -7,7 +7,8 @@
  * statics (blocks run one at a time, so a static is exactly one block's shared
  * memory), the built-in indices read the running fiber, barriers and warp
  * intrinsics go through the scheduler, and FT_LAUNCH hands a closure of the
- * kernel and its arguments to the fake runtime's ft_emu_launch.
+ * kernel and its arguments to the fake runtime's ft_emu_launch, with the
+ * context's programmatic-dependent-launch choice.
  */
 #ifndef FT_EMU_CUH
 #define FT_EMU_CUH
@@ -131,23 +132,29 @@ template <typename... P> struct bound {
     size_t smem;
     cudaStream_t stream;
     const char *name;
+    int pdl;
     template <typename... A> void operator()(A &&...a) const {
         static_assert(sizeof...(A) == sizeof...(P), "kernel argument count");
         closure<P...> *c = new closure<P...>{kernel, std::tuple<typename std::decay<P>::type...>(
                                                          std::forward<A>(a)...)};
         (void)ft_emu_launch(stream, grid, block, smem, &closure<P...>::thread, c,
-                            &closure<P...>::release, name);
+                            &closure<P...>::release, name, pdl);
     }
 };
 
 template <typename... P>
-static inline bound<P...> launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, const char *name,
-                                 void (*k)(P...)) {
-    return bound<P...>{k, g, b, smem, s, name};
+static inline bound<P...> launch(int pdl, dim3 g, dim3 b, size_t smem, cudaStream_t s,
+                                 const char *name, void (*k)(P...)) {
+    return bound<P...>{k, g, b, smem, s, name, pdl};
 }
 } // namespace ft_emu
 
-#define FT_LAUNCH(grid, block, smem, stream, ...)                                          \
-    ::ft_emu::launch(dim3(grid), dim3(block), (size_t)(smem), (stream), #__VA_ARGS__, &__VA_ARGS__)
+#define FT_LAUNCH(ctx, grid, block, smem, stream, ...)                                     \
+    ::ft_emu::launch(ft_cuda_pdl(ctx), dim3(grid), dim3(block), (size_t)(smem), (stream),       \
+                     #__VA_ARGS__, &__VA_ARGS__)
+
+/* griddepcontrol.wait is recorded per thread: a PDL launch whose thread ends
+ * without it stops the emulator (emu_sched.c); launch_dependents is a hint. */
+#define FT_KERNEL_PROLOGUE() ft_emu_gdc_wait()
 
 #endif /* FT_EMU_CUH */

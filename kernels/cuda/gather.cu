@@ -76,6 +76,7 @@ template <typename U, typename Id>
 __global__ void ft_k_embedding(U *__restrict__ out, const U *__restrict__ table,
                                const Id *__restrict__ ids, int64_t n_ids, int64_t row, int64_t vocab,
                                int *bad) {
+    FT_KERNEL_PROLOGUE();
     int64_t n = n_ids * row;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -89,7 +90,7 @@ template <typename U, typename Id>
 static int ft_embedding_launch(ft_ctx *ctx, ft_tensor *dst, int64_t row_bytes, int *bad) {
     const ft_tensor *tab = dst->src[0], *ids = dst->src[1];
     int64_t n_ids = ft_numel(ids), row = row_bytes / (int64_t)sizeof(U);
-    FT_LAUNCH(ft_cuda_blocks(n_ids * row, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
+    FT_LAUNCH(ctx, ft_cuda_blocks(n_ids * row, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
               ft_k_embedding<U, Id>)((U *)dst->data, (const U *)tab->data, (const Id *)ids->data,
                                      n_ids, row, tab->ne[0], bad);
     FT_CUDA_LAUNCH_CHECK(ctx, "embedding");
@@ -134,6 +135,7 @@ template <typename U, typename Id>
 __global__ void ft_k_gather_last(U *__restrict__ out, const U *__restrict__ x,
                                  const Id *__restrict__ idx, int64_t rows, int64_t ni, int64_t nt,
                                  int64_t nj, int *bad) {
+    FT_KERNEL_PROLOGUE();
     int64_t n = rows * nj;
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < n;
          o += (int64_t)gridDim.x * blockDim.x) {
@@ -147,7 +149,7 @@ template <typename U, typename Id> static int ft_gather_last_launch(ft_ctx *ctx,
     const ft_tensor *x = dst->src[0], *idx = dst->src[1];
     int64_t nt = x->ne[x->ndim - 1], ni = x->ne[x->ndim - 2], nj = idx->ne[1];
     int64_t rows = ft_numel(x) / nt;
-    FT_LAUNCH(ft_cuda_blocks(rows * nj, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
+    FT_LAUNCH(ctx, ft_cuda_blocks(rows * nj, FT_EW_THREADS), FT_EW_THREADS, 0, ft_cuda_stream(ctx),
               ft_k_gather_last<U, Id>)((U *)dst->data, (const U *)x->data, (const Id *)idx->data,
                                        rows, ni, nt, nj, bad);
     FT_CUDA_LAUNCH_CHECK(ctx, "gather_last");

@@ -42,6 +42,7 @@ __device__ __forceinline__ float ft_act_apply(int act, float x) {
 template <typename T>
 __global__ void ft_gemm_post_kernel(T *c, const T *bias, int act, int64_t m, int64_t n, int64_t ldc,
                                     int64_t stride_c, int64_t total) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t j = i % n, r = (i / n) % m, b = i / (n * m);
@@ -61,6 +62,7 @@ struct ft_strided_shape {
 
 template <typename T>
 __global__ void ft_gather_kernel(T *dst, const T *src, ft_strided_shape sh, int64_t total) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t rem = i, off = 0;
@@ -87,7 +89,7 @@ struct gather_run {
             sh.ne[i] = src->ne[i];
             sh.nb[i] = src->nb[i];
         }
-        FT_LAUNCH(ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gather_kernel<T>)(
+        FT_LAUNCH(ctx, ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gather_kernel<T>)(
             (T *)dst, (const T *)src->data, sh, total);
         FT_CUDA_LAUNCH_CHECK(ctx, "gather (strided to contiguous)");
         return FT_OK;
@@ -102,7 +104,7 @@ struct post_run {
     template <typename T> int run() {
         int64_t total = g->batch * g->m * g->n;
         if (total == 0) return FT_OK;
-        FT_LAUNCH(ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gemm_post_kernel<T>)(
+        FT_LAUNCH(ctx, ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gemm_post_kernel<T>)(
             (T *)g->c, (const T *)bias, act, g->m, g->n, g->ldc, g->stride_c, total);
         FT_CUDA_LAUNCH_CHECK(ctx, "GEMM epilogue");
         return FT_OK;

@@ -64,6 +64,7 @@ template <typename T, int CH, int W>
 __global__ void ln_warp_kernel(T *y, const T *x, int64_t x_rs, const T *res, int64_t res_rs,
                                const T *gamma, int64_t g_st, const T *beta, int64_t b_st,
                                int64_t rows, int d, float eps) {
+    FT_KERNEL_PROLOGUE();
     int lane = threadIdx.x & 31;
     int64_t row = (int64_t)blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -135,6 +136,7 @@ template <typename T>
 __global__ void ln_block_kernel(T *y, const T *x, int64_t x_rs, const T *res, int64_t res_rs,
                                 const T *gamma, int64_t g_st, const T *beta, int64_t b_st, int d,
                                 float eps) {
+    FT_KERNEL_PROLOGUE();
     __shared__ float part[32];
     __shared__ float bcast;
     int64_t row = blockIdx.x;
@@ -193,7 +195,7 @@ struct ln_run {
 
     template <typename T, int CH, int W> int warp() {
         unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
-        FT_LAUNCH(blocks, 32 * LN_WARPS, 0, ft_cuda_stream(ctx), ln_warp_kernel<T, CH, W>)(
+        FT_LAUNCH(ctx, blocks, 32 * LN_WARPS, 0, ft_cuda_stream(ctx), ln_warp_kernel<T, CH, W>)(
             (T *)dst->data, (const T *)x->data, x_rs, (const T *)res, res_rs,
             gamma ? (const T *)gamma->data : nullptr, gamma ? gamma->nb[0] : 0,
             beta ? (const T *)beta->data : nullptr, beta ? beta->nb[0] : 0, rows, d, eps);
@@ -239,7 +241,7 @@ struct ln_run {
             if (ch <= 32) return warp<T, 32, 1>();
         }
         if (rows > INT32_MAX) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "layernorm: too many rows");
-        FT_LAUNCH((unsigned)rows, 256, 0, ft_cuda_stream(ctx), ln_block_kernel<T>)(
+        FT_LAUNCH(ctx, (unsigned)rows, 256, 0, ft_cuda_stream(ctx), ln_block_kernel<T>)(
             (T *)dst->data, (const T *)x->data, x_rs, (const T *)res, res_rs,
             gamma ? (const T *)gamma->data : nullptr, gamma ? gamma->nb[0] : 0,
             beta ? (const T *)beta->data : nullptr, beta ? beta->nb[0] : 0, d, eps);

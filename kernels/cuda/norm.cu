@@ -47,6 +47,7 @@ __global__ void __launch_bounds__(FT_GN_THREADS)
 ft_k_groupnorm(T *__restrict__ out, const T *__restrict__ x, const T *__restrict__ gamma,
                int64_t gstride, const T *__restrict__ beta, int64_t bstride, int64_t n_groups_total,
                int groups, int64_t cg, int64_t s, float eps) {
+    FT_KERNEL_PROLOGUE();
     __shared__ float red[32];
     int64_t m = cg * s;
     for (int64_t bg = blockIdx.x; bg < n_groups_total; bg += gridDim.x) {
@@ -82,7 +83,7 @@ struct ft_groupnorm_fn {
         int64_t s = 1;
         for (int i = 2; i < x->ndim; i++) s *= x->ne[i];
         int64_t total = x->ne[0] * p->groups, cg = x->ne[1] / p->groups;
-        FT_LAUNCH(ft_cuda_blocks(total, 1), FT_GN_THREADS, 0, ft_cuda_stream(ctx), ft_k_groupnorm<T>)(
+        FT_LAUNCH(ctx, ft_cuda_blocks(total, 1), FT_GN_THREADS, 0, ft_cuda_stream(ctx), ft_k_groupnorm<T>)(
             (T *)dst->data, (const T *)x->data, g ? (const T *)g->data : NULL, g ? g->nb[0] : 0,
             b ? (const T *)b->data : NULL, b ? b->nb[0] : 0, total, p->groups, cg, s, p->eps);
         FT_CUDA_LAUNCH_CHECK(ctx, "groupnorm");
@@ -117,6 +118,7 @@ template <typename T> struct ft_bn_params {
 template <typename T, typename I>
 __global__ void ft_k_batchnorm(T *__restrict__ out, const T *__restrict__ x, ft_bn_params<T> q,
                                int64_t n, int64_t ch, int64_t s, float eps) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         I c = ((I)i / (I)s) % (I)ch;
@@ -146,10 +148,10 @@ struct ft_batchnorm_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (n <= INT32_MAX)
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int32_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, q, n, x->ne[1], s, p->eps);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int64_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_batchnorm<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, q, n, x->ne[1], s, p->eps);
         FT_CUDA_LAUNCH_CHECK(ctx, "batchnorm");
         return FT_OK;

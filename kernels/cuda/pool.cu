@@ -17,6 +17,7 @@
 template <typename T, typename I>
 __global__ void ft_k_pool_dim(T *__restrict__ out, const T *__restrict__ x, int64_t n, int64_t len,
                               int64_t lout, int64_t inner, int kind, int kernel, int stride) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < n;
          o += (int64_t)gridDim.x * blockDim.x) {
         I in = (I)o % (I)inner, t = (I)o / (I)inner;
@@ -46,11 +47,11 @@ struct ft_pool_dim_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (ft_numel(x) <= INT32_MAX)
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int32_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[p->dim], dst->ne[p->dim], inner, p->kind, p->kernel,
                 p->stride);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int64_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_pool_dim<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[p->dim], dst->ne[p->dim], inner, p->kind, p->kernel,
                 p->stride);
         FT_CUDA_LAUNCH_CHECK(ctx, "pool_dim");
@@ -87,6 +88,7 @@ FT_CUDA_KERNEL(pool_dim) {
 template <typename T, typename I>
 __global__ void ft_k_maxpool2d(T *__restrict__ out, const T *__restrict__ x, int64_t n, int64_t h,
                                int64_t w, int64_t oh, int64_t ow, int kernel, int stride, int pad) {
+    FT_KERNEL_PROLOGUE();
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < n;
          o += (int64_t)gridDim.x * blockDim.x) {
         I ox = (I)o % (I)ow, t = (I)o / (I)ow;
@@ -118,11 +120,11 @@ struct ft_maxpool2d_fn {
         unsigned blocks = ft_cuda_blocks(n, FT_EW_THREADS);
         cudaStream_t st = ft_cuda_stream(ctx);
         if (ft_numel(x) <= INT32_MAX && n <= INT32_MAX)
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int32_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int32_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[2], x->ne[3], dst->ne[2], dst->ne[3], p->kernel,
                 p->stride, p->padding);
         else
-            FT_LAUNCH(blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int64_t>)((T *)dst->data,
+            FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, st, ft_k_maxpool2d<T, int64_t>)((T *)dst->data,
                 (const T *)x->data, n, x->ne[2], x->ne[3], dst->ne[2], dst->ne[3], p->kernel,
                 p->stride, p->padding);
         FT_CUDA_LAUNCH_CHECK(ctx, "maxpool2d");
@@ -178,6 +180,7 @@ FT_CUDA_KERNEL(global_avgpool) {
 template <typename T>
 __global__ void ft_k_weight_norm(T *__restrict__ out, const T *__restrict__ v,
                                  const T *__restrict__ g, int64_t outer, int64_t nd, int64_t inner) {
+    FT_KERNEL_PROLOGUE();
     __shared__ float red[32];
     int64_t m = outer * inner;
     for (int64_t j = blockIdx.x; j < nd; j += gridDim.x) {
@@ -204,7 +207,7 @@ struct ft_weight_norm_fn {
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < d; i++) outer *= v->ne[i];
         for (int i = d + 1; i < v->ndim; i++) inner *= v->ne[i];
-        FT_LAUNCH(ft_cuda_blocks(v->ne[d], 1), 256, 0, ft_cuda_stream(ctx), ft_k_weight_norm<T>)(
+        FT_LAUNCH(ctx, ft_cuda_blocks(v->ne[d], 1), 256, 0, ft_cuda_stream(ctx), ft_k_weight_norm<T>)(
             (T *)dst->data, (const T *)v->data, (const T *)g->data, outer, v->ne[d], inner);
         FT_CUDA_LAUNCH_CHECK(ctx, "weight_norm");
         return FT_OK;

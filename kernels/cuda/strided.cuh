@@ -189,6 +189,7 @@ __device__ __forceinline__ float ft_block_sum(float v, float *red) {
 template <typename T>
 __global__ void ft_k_rows_sum(const T *__restrict__ x, T *__restrict__ out, int64_t rows,
                               int64_t cols, int64_t row_stride, float scale, int warp_per_row) {
+    FT_KERNEL_PROLOGUE();
     __shared__ float red[32];
     if (warp_per_row) {
         int lane = threadIdx.x & 31;
@@ -219,8 +220,8 @@ static inline int ft_rows_sum_launch(ft_ctx *ctx, const T *x, T *out, int64_t ro
     if (rows <= 0) return FT_OK;
     int warp_per_row = cols <= 1024;
     unsigned blocks = warp_per_row ? ft_cuda_blocks(rows, 8) : ft_cuda_blocks(rows, 1);
-    FT_LAUNCH(blocks, 256, 0, ft_cuda_stream(ctx), ft_k_rows_sum<T>)(x, out, rows, cols, row_stride, scale,
-                                                               warp_per_row);
+    FT_LAUNCH(ctx, blocks, 256, 0, ft_cuda_stream(ctx), ft_k_rows_sum<T>)(x, out, rows, cols, row_stride,
+                                                                    scale, warp_per_row);
     FT_CUDA_LAUNCH_CHECK(ctx, what);
     return FT_OK;
 }

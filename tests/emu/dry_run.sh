@@ -31,6 +31,11 @@ for mode in eager graph static; do
     run "$T" run tests/golden/bert --inputs tests/golden/bert/inputs.safetensors --out "$B/dry.safetensors" \
         --device cuda --mode "$mode" --profile --phases --trace "$B/dry.json" --csv "$B/dry.csv"
 done
+for mode in eager static; do
+    run env FT_DISABLE_PDL=1 "$T" bench tests/golden/resnet --device cuda --mode "$mode" --dtype fp16 --batch 1 $one
+done
+run env FT_DISABLE_PDL=1 "$T" bench tests/golden/bert --device cuda --mode static --dtype fp16 --batch 1 $one \
+    --phases --trace "$B/dry-nopdl.json"
 run env FT_DISABLE_PASSES=affine "$T" bench tests/golden/funnel --device cuda --mode static --dtype fp16 --batch 2 $one
 run "$B/examples/framework_tax" tests/golden/bert cuda 1
 run "$T" sweep tests/golden/resnet --device cuda --dtype fp16 --protocol paper --overhead --iters 1 \

@@ -43,6 +43,7 @@ typedef struct ft_emu_work {
     const char *what; /* for error messages: "kernel softmax_warp_kernel", "cublasLtMatmul" */
     size_t bytes;     /* copies and memsets: for their CUPTI records */
     int copy_dir;     /* copies: CUPTI's memcpy kind (1 HtoD, 2 DtoH, 8 DtoD, 9 HtoH) */
+    int pdl;          /* kernels: launched with programmatic stream serialization */
 } ft_emu_work;
 
 /* Runs w now on stream s (queues it in lazy mode), or records it if s is being
@@ -57,12 +58,17 @@ unsigned long long ft_emu_work_submitted(void);
 
 /* A kernel launch: checks the configuration as the driver would (block at most
  * 1024 threads and 1024 x 1024 x 64, grid y/z at most 65535, dynamic shared
- * memory at most 48 KiB, no zero dims), sets the sticky launch error that
+ * memory at most 48 KiB, no zero dims; programmatic dependent launch only on a
+ * device of compute capability 9.0 or newer), sets the sticky launch error that
  * cudaGetLastError returns, and submits a work item that runs the grid with
- * ft_emu_run_grid. closure is released with release_closure. */
+ * ft_emu_run_grid. closure is released with release_closure. pdl: the launch
+ * carries cudaLaunchAttributeProgrammaticStreamSerialization. */
 cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem,
                           void (*thread_fn)(void *closure), void *closure,
-                          void (*release_closure)(void *closure), const char *name);
+                          void (*release_closure)(void *closure), const char *name, int pdl);
+
+/* Kernel launches submitted so far with programmatic dependent launch. */
+unsigned long long ft_emu_pdl_launches(void);
 
 /* 1 when p lies inside a live cudaMalloc allocation (n bytes from p too). */
 int ft_emu_is_device_ptr(const void *p, size_t n);
@@ -74,6 +80,7 @@ typedef struct ft_emu_thread {
     uint3 thread_idx, block_idx;
     dim3 block_dim, grid_dim;
     unsigned lane, warp;   /* lane in warp, warp in block */
+    int gdc_waited;        /* the thread ran griddepcontrol.wait (FT_KERNEL_PROLOGUE) */
 } ft_emu_thread;
 
 /* Runs thread_fn(closure) once per thread of the grid, blocks one after the
@@ -82,7 +89,13 @@ typedef struct ft_emu_thread {
  * (a thread exited or waits elsewhere) aborts the process with a message that
  * names the kernel: on a GPU that is a hang or undefined behaviour. */
 void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(void *),
-                     void *closure, const char *name);
+                     void *closure, const char *name, int pdl);
+
+/* griddepcontrol.wait. In a grid launched with PDL (pdl above) every thread
+ * must run it before it ends, or the emulator stops naming the kernel: on a GPU
+ * such a thread could read what the previous kernel has not written yet, or
+ * overwrite what it still reads. Kernels run it first (FT_KERNEL_PROLOGUE). */
+void ft_emu_gdc_wait(void);
 
 extern ft_emu_thread *ft_emu_self; /* valid inside thread_fn */
 

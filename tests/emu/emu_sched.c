@@ -74,6 +74,7 @@ static struct {
     void *smem;
     size_t smem_cap;
     const char *name;
+    int pdl;                  /* the grid was launched with programmatic dependent launch */
     fiber *cur;
     int order;                /* 0 forward, 1 reverse, 2 random */
     uint64_t rng;
@@ -135,8 +136,16 @@ void ft_emu_warp_exchange(unsigned mask, uint64_t v, uint64_t out[32]) {
 
 void *ft_emu_dyn_smem(void) { return S.smem; }
 
+void ft_emu_gdc_wait(void) {
+    if (ft_emu_self) ft_emu_self->gdc_waited = 1;
+}
+
 /* The end of one emulated thread. */
 static void thread_done(void) {
+    if (S.pdl && !S.cur->t.gdc_waited)
+        emu_die("launched with programmatic dependent launch, but a thread ended without "
+                "griddepcontrol.wait (FT_KERNEL_PROLOGUE): on a GPU it may run before the "
+                "kernel it depends on has finished");
     S.cur->state = F_DONE;
     S.live--;
     S.progress++;
@@ -190,6 +199,7 @@ static void fiber_setup(unsigned i, dim3 grid, dim3 block, uint3 bid) {
     f->t.grid_dim = grid;
     f->t.lane = i % 32;
     f->t.warp = i / 32;
+    f->t.gdc_waited = 0;
 #ifndef EMU_UCONTEXT_ONLY
     if (f->started) return; /* a parked worker takes the new thread */
 #endif
@@ -266,7 +276,7 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, size_t smem) {
 static pthread_mutex_t grid_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(void *),
-                     void *closure, const char *name) {
+                     void *closure, const char *name, int pdl) {
     pthread_mutex_lock(&grid_lock);
     unsigned nt = block.x * block.y * block.z;
     if (nt == 0 || nt > MAX_THREADS) emu_die("bad block size (the launcher should have refused it)");
@@ -275,6 +285,7 @@ void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(v
     S.fn = thread_fn;
     S.closure = closure;
     S.name = name;
+    S.pdl = pdl;
     uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
     for (uint64_t i = 0; i < nb; i++) {
         uint64_t l = S.order ? nb - 1 - i : i; /* blocks must not depend on each other either */

@@ -267,7 +267,7 @@ static cublasStatus_t gemm_submit(const gemm_op *g, cudaStream_t s, const char *
     gemm_op *w = malloc(sizeof *w);
     if (!w) return CUBLAS_STATUS_ALLOC_FAILED;
     *w = *g;
-    cudaError_t e = ft_emu_submit(s, (ft_emu_work){gemm_run, free, w, fn, 0, 0}); /* frees w on error */
+    cudaError_t e = ft_emu_submit(s, (ft_emu_work){gemm_run, free, w, fn, 0, 0, 0}); /* frees w on error */
     if (e != cudaSuccess) /* refused, or a capture invalidated or unsupported */
         return fail(EXEC_FAILED, fn, "the stream refused it (cudaError %d)", e);
     return CUBLAS_STATUS_SUCCESS;

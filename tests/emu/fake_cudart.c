@@ -13,6 +13,7 @@
  */
 #include "fake_cudart_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,15 @@ int fk_no_device(void) {
     const char *v = getenv("FT_EMU_NO_DEVICE");
     return v && atoi(v) != 0;
 }
+
+/* FT_EMU_CC=80 makes the device an sm_80 one (default 90), so a test can see
+ * what the engine does on a GPU without Hopper's features. */
+static int cc(void) {
+    const char *v = getenv("FT_EMU_CC");
+    int c = v ? atoi(v) : 0;
+    return c >= 10 && c < 1000 ? c : 90;
+}
+int fk_cc_major(void) { return cc() / 10; }
 
 static size_t budget_bytes(void) {
     const char *v = getenv("FT_EMU_DEVICE_MB");
@@ -109,12 +119,14 @@ typedef struct launch {
     dim3 grid, block;
     size_t smem;
     void (*fn)(void *), *closure, (*release)(void *);
+    int pdl;
     char what[160]; /* "kernel NAME", a copy: the caller's string may not outlive a graph */
 } launch;
 
 static void launch_run(void *arg) {
     launch *l = (launch *)arg;
-    ft_emu_run_grid(l->grid, l->block, l->smem, l->fn, l->closure, l->what + strlen(LAUNCH_PREFIX));
+    ft_emu_run_grid(l->grid, l->block, l->smem, l->fn, l->closure, l->what + strlen(LAUNCH_PREFIX),
+                    l->pdl);
 }
 
 static void launch_release(void *arg) {
@@ -132,10 +144,15 @@ static cudaError_t check_launch(dim3 g, dim3 b, size_t smem) {
     return cudaSuccess;
 }
 
+static atomic_ullong g_pdl_launches;
+
+unsigned long long ft_emu_pdl_launches(void) { return atomic_load(&g_pdl_launches); }
+
 cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem,
                           void (*thread_fn)(void *closure), void *closure,
-                          void (*release_closure)(void *closure), const char *name) {
+                          void (*release_closure)(void *closure), const char *name, int pdl) {
     cudaError_t e = fk_no_device() ? cudaErrorNoDevice : check_launch(grid, block, dyn_smem);
+    if (e == cudaSuccess && pdl && fk_cc_major() < 9) e = cudaErrorNotSupported;
     if (e == cudaSuccess && !thread_fn) e = cudaErrorInvalidDeviceFunction;
     launch *l = e == cudaSuccess ? (launch *)malloc(sizeof *l) : NULL;
     if (e == cudaSuccess && !l) e = cudaErrorMemoryAllocation;
@@ -148,9 +165,11 @@ cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem
         if (release_closure) release_closure(closure);
         return err(e);
     }
-    *l = (launch){grid, block, dyn_smem, thread_fn, closure, release_closure, {0}};
+    *l = (launch){grid, block, dyn_smem, thread_fn, closure, release_closure, pdl ? 1 : 0, {0}};
     snprintf(l->what, sizeof l->what, LAUNCH_PREFIX "%s", name ? name : "(unnamed)");
-    return ft_emu_submit(s, (ft_emu_work){launch_run, launch_release, l, l->what, 0, 0});
+    e = ft_emu_submit(s, (ft_emu_work){launch_run, launch_release, l, l->what, 0, 0, l->pdl});
+    if (e == cudaSuccess && pdl) atomic_fetch_add(&g_pdl_launches, 1);
+    return e;
 }
 
 /* ---- device and pinned memory --------------------------------------------- */
@@ -308,7 +327,7 @@ static cudaError_t do_copy(copy c, enum cudaMemcpyKind kind, cudaStream_t s, int
     int dir = c.src_dev ? (c.dst_dev ? 8 : 2) : (c.dst_dev ? 1 : 9); /* CUPTI's memcpy kinds */
     return ft_emu_submit(s, (ft_emu_work){copy_run, free, p,
                                           c.value >= 0 ? "cudaMemsetAsync" : "cudaMemcpyAsync",
-                                          c.width * c.height, c.value >= 0 ? 0 : dir});
+                                          c.width * c.height, c.value >= 0 ? 0 : dir, 0});
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -355,7 +374,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     if (!prop) return err(cudaErrorInvalidValue);
     if (device != 0) return err(cudaErrorInvalidDevice);
     *prop = (struct cudaDeviceProp){
-        .major = 9, .minor = 0, .multiProcessorCount = 132, .totalGlobalMem = budget_bytes(),
+        .major = cc() / 10, .minor = cc() % 10, .multiProcessorCount = 132, .totalGlobalMem = budget_bytes(),
         .sharedMemPerBlock = 49152, .sharedMemPerBlockOptin = 232448,
         .sharedMemPerMultiprocessor = 233472, .reservedSharedMemPerBlock = 1024,
         .regsPerBlock = 65536, .regsPerMultiprocessor = 65536, .warpSize = 32,

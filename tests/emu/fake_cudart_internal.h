@@ -28,6 +28,9 @@ static inline cudaError_t err(cudaError_t e) { return e != cudaSuccess ? (fk_las
 /* FT_EMU_NO_DEVICE, read at every call (a test flips it with setenv). */
 int fk_no_device(void);
 
+/* The emulated device's compute capability major (FT_EMU_CC, read at every call). */
+int fk_cc_major(void);
+
 /* Without a device every device call fails, as the real runtime's lazy init does. */
 #define ENTER() do { if (fk_no_device()) return err(cudaErrorNoDevice); } while (0)
 

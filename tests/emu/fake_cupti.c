@@ -7,7 +7,8 @@
  *
  * What a call produces, as the headers and CUPTI's users describe it:
  * - every stream-work call (ft_emu_submit) is one API record with a new
- *   correlation id: runtime (cudaLaunchKernel, cudaMemcpyAsync,
+ *   correlation id: runtime (cudaLaunchKernelExC, as the engine launches
+ *   every kernel through cudaLaunchKernelEx, cudaMemcpyAsync,
  *   cudaMemsetAsync, cudaGraphLaunch), or driver (cuLaunchKernelEx) for the
  *   library GEMMs, which cuBLAS launches through the driver API;
  * - an API record made while external ids are pushed on the thread is
@@ -200,7 +201,7 @@ fk_api fk_cupti_api_begin(cudaStream_t s, const ft_emu_work *w) {
                  : !strcmp(w->what, "cudaGraphLaunch")    ? CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000
                  : !strncmp(w->what, "cudaMemcpy", 10)    ? CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020
                  : !strncmp(w->what, "cudaMemset", 10)    ? CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020
-                                                          : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+                                                          : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060;
         a.start = now_ns();
     }
     pthread_mutex_unlock(&cu_mu);
@@ -212,7 +213,7 @@ int fk_cupti_wrap(ft_emu_work *w, const fk_api *a) {
     traced *t = (traced *)malloc(sizeof *t);
     if (!t) return -1;
     *t = (traced){*w, a->corr, a->stream, !strcmp(w->what, "cudaGraphLaunch")};
-    *w = (ft_emu_work){traced_run, traced_release, t, t->inner.what, 0, 0};
+    *w = (ft_emu_work){traced_run, traced_release, t, t->inner.what, 0, 0, t->inner.pdl};
     return 0;
 }
 
@@ -295,8 +296,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
     *name = NULL;
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx)
         *name = "cuLaunchKernelEx";
-    else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
-        *name = "cudaLaunchKernel_v7000";
+    else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060)
+        *name = "cudaLaunchKernelExC_v11060";
     else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020)
         *name = "cudaMemcpyAsync_v3020";
     else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020)

@@ -460,7 +460,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     else if (!m) { ev->state = EV_DONE; ev->ms = now_ms(); }
     else {
         *m = (marker){ev, ev->seq + 1};
-        if (q_push(&st->q, (ft_emu_work){marker_run, free, m, "cudaEventRecord", 0, 0}) != 0)
+        if (q_push(&st->q, (ft_emu_work){marker_run, free, m, "cudaEventRecord", 0, 0, 0}) != 0)
             r = cudaErrorMemoryAllocation;
         else { ev->state = EV_PENDING; ev->seq++; ev->on = st; m = NULL; }
     }
@@ -564,7 +564,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
                        : wl_copy(l, &x->items) ? cudaErrorMemoryAllocation : cudaSuccess;
     UNLOCK();
     if (e != cudaSuccess) { free(l); return err(e); }
-    return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch", 0, 0});
+    return ft_emu_submit(s, (ft_emu_work){glaunch_run, glaunch_release, l, "cudaGraphLaunch", 0, 0, 0});
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
