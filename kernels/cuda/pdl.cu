@@ -1,10 +1,10 @@
 /*
  * pdl.cu - the start-up probe of programmatic dependent launch (PDL): before a
- * context launches its kernels with PDL it runs, once, the three situations
- * the engine puts PDL launches in (after a memset, after another PDL kernel,
- * inside a captured graph) and checks the value they compute. A driver that
- * refuses any of them turns PDL off for the context instead of failing ops
- * later (engine/cuda_backend.c, pdl_init).
+ * context launches its kernels with PDL it runs, once, the situations the
+ * engine puts PDL launches in (after a memset, after another PDL kernel,
+ * after an upload and an event record, inside a captured graph) and checks
+ * the value they compute. A driver that refuses any of them turns PDL off for
+ * the context instead of failing ops later (engine/cuda_backend.c, pdl_init).
  */
 #include <stdint.h>
 
@@ -72,10 +72,29 @@ extern "C" ft_status ft_cuda_pdl_probe(ft_ctx *ctx) {
         (void)cudaFree(v);
         return ft_set_error(ctx, FT_ERR_CUDA, "PDL probe: cudaMallocHost failed: %s", cudaGetErrorString(e));
     }
-    ft_status rc = probe_chain(ctx, st, v);
+    /* on the stream as eager mode does it: an upload and an event (the pinned
+     * ring's) before the first kernel, then the memset chain */
+    cudaEvent_t ev = NULL;
+    ft_status rc = FT_OK;
+    *host = 0;
+    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(v, host, sizeof *v, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess) e = cudaEventRecord(ev, st);
+    if (e != cudaSuccess)
+        rc = ft_set_error(ctx, FT_ERR_CUDA, "PDL probe: upload failed: %s", cudaGetErrorString(e));
+    for (int i = 0; i < 2 && rc == FT_OK; i++) {
+        FT_LAUNCH(ctx, 1, 32, 0, st, ft_k_pdl_probe)(v);
+        e = cudaGetLastError();
+        if (e != cudaSuccess)
+            rc = ft_set_error(ctx, FT_ERR_CUDA, "PDL probe: launch after an upload failed: %s",
+                              cudaGetErrorString(e));
+    }
+    if (rc == FT_OK) rc = probe_read(ctx, st, v, host, "after an upload");
+    if (rc == FT_OK) rc = probe_chain(ctx, st, v);
     if (rc == FT_OK) rc = probe_read(ctx, st, v, host, "on the stream");
     if (rc == FT_OK) rc = probe_graph(ctx, st, v, host);
     (void)cudaStreamSynchronize(st);
+    if (ev) (void)cudaEventDestroy(ev);
     (void)cudaFreeHost(host);
     (void)cudaFree(v);
     return rc;
