@@ -223,6 +223,17 @@ ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx) {
     return ctx ? ctx->alloc.stats : s;
 }
 
+ft_gemm_stats ft_ctx_gemm_stats(const ft_ctx *ctx) {
+    ft_gemm_stats s;
+    memset(&s, 0, sizeof s);
+#ifdef FT_WITH_CUDA
+    if (ctx && ctx->device == FT_DEVICE_CUDA) ft_cuda_gemm_stats(ctx, &s);
+#else
+    (void)ctx;
+#endif
+    return s;
+}
+
 ft_build_info ft_build_info_get(void) {
     ft_build_info b;
     memset(&b, 0, sizeof b);

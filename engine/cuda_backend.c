@@ -65,6 +65,17 @@ void ft_cuda_device_label(const ft_ctx *ctx, char *buf, size_t size) {
              s->sm_minor, s->n_sm, s->pdl ? "on" : "off: ", s->pdl ? "" : s->pdl_note);
 }
 
+void ft_cuda_gemm_stats(const ft_ctx *ctx, ft_gemm_stats *out) {
+    const ft_cuda_state *s = ctx->cuda;
+    if (!s) return;
+    out->plans = s->gemm_cache_misses;
+    out->hits = s->gemm_cache_hits;
+    out->tuned = s->gemm_tuned;
+    out->changed = s->gemm_changed;
+    out->reused = s->gemm_reused;
+    out->autotune = s->gemm_tune;
+}
+
 int ft_cuda_pdl(ft_ctx *ctx) {
     const ft_cuda_state *s = ctx ? ctx->cuda : NULL;
     return s ? s->pdl : 0;
@@ -262,6 +273,8 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     s->device = ctx->device_index;
     s->allow_tf32 = env_flag("FT_ALLOW_TF32");
     s->fast_gelu = env_flag("FT_FAST_GELU");
+    const char *tune = getenv("FT_GEMM_AUTOTUNE");
+    s->gemm_tune = !(tune && !strcmp(tune, "0"));
 
     CU_TRY(ctx, cudaSetDevice(s->device));
     struct cudaDeviceProp prop;
@@ -320,6 +333,8 @@ void ft_cuda_ctx_destroy(ft_ctx *ctx) {
     if (s->blas_ws) cudaFree(s->blas_ws);
     if (s->pinned) cudaFreeHost(s->pinned);
     if (s->pinned_done) cudaEventDestroy(s->pinned_done);
+    for (int i = 0; i < 2; i++)
+        if (s->tune_ev[i]) cudaEventDestroy(s->tune_ev[i]);
     if (s->stream) cudaStreamDestroy(s->stream);
     (void)cudaGetLastError();
     /* the allocator's cached blocks were given back by ft_allocator_destroy

@@ -30,6 +30,8 @@ ft_status ft_cuda_after_launch(ft_ctx *ctx, const char *what);
 int ft_cuda_devices(void);
 /* "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" for the context's device. */
 void ft_cuda_device_label(const ft_ctx *ctx, char *buf, size_t size);
+/* The context's GEMM plan counters (ft_ctx_gemm_stats). */
+void ft_cuda_gemm_stats(const ft_ctx *ctx, ft_gemm_stats *out);
 int ft_cuda_build_version(void);  /* CUDART_VERSION */
 int ft_cupti_linked_version(void); /* cuptiGetVersion, 0 if unavailable */
 

@@ -37,6 +37,7 @@ typedef struct ft_gemm_plan {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
     cublasLtMatmulAlgo_t algo;
     int epi_fallback; /* the epilogue had no algorithm: bias and act run as a separate pass */
+    int choice;       /* which of the heuristic's answers algo is (0: its first guess) */
     int no_algo;      /* cuBLASLt has no algorithm at all: the cuBLAS path, without asking again */
 } ft_gemm_plan;
 
@@ -75,6 +76,11 @@ typedef struct ft_cuda_state {
 
     ft_gemm_plan *gemm_cache; /* FT_GEMM_CACHE_SLOTS entries */
     uint64_t gemm_cache_hits, gemm_cache_misses;
+    int gemm_tune; /* time the heuristic's candidates once per GEMM shape (FT_GEMM_AUTOTUNE) */
+    uint64_t gemm_tuned;   /* plans whose algorithm this context chose by timing */
+    uint64_t gemm_reused;  /* plans that took a choice timed earlier in the process */
+    uint64_t gemm_changed; /* of gemm_tuned, those where timing overruled the first guess */
+    cudaEvent_t tune_ev[2]; /* created at the first tuning */
 } ft_cuda_state;
 
 static inline ft_cuda_state *ft_cuda_state_of(ft_ctx *ctx) {
@@ -96,6 +102,29 @@ int ft_cuda_pdl(ft_ctx *ctx);
  * an error that says which step the driver refused. Uses cudaMalloc: never
  * call it while the stream is capturing. */
 ft_status ft_cuda_pdl_probe(ft_ctx *ctx);
+/* The operands of the GEMM a plan is being built for, as cublasLtMatmul takes
+ * them (cuBLASLt's A is our B): the autotuner times the candidates on them. */
+typedef struct ft_gemm_tune_call {
+    const void *lt_a, *lt_b, *c_in; /* c_in: NULL when beta is 0 */
+    void *d;
+    const void *bias;
+    size_t bytes_a, bytes_b, bytes_c, bytes_bias; /* extents, for the aliasing check */
+    float alpha, beta;
+} ft_gemm_tune_call;
+
+#define FT_GEMM_TUNE_CANDIDATES 8
+
+/* Sets p->algo (and p->choice) from the heuristic's n candidates, best guess
+ * first (kernels/cuda/gemm_tune.cu): the choice made earlier in this process
+ * for the same key on the same device if there is one; else, when the context
+ * tunes (FT_GEMM_AUTOTUNE, on by default), the fastest by timing them on the
+ * call's operands, then remembered process-wide, so every context and mode
+ * runs the same algorithm. Not timed (the first guess stays, not remembered):
+ * while the stream captures, or when D overlaps an operand (a rerun would
+ * read its own output). FT_OK, or the error of a failing timed run. */
+ft_status ft_cuda_gemm_choose(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p,
+                              const cublasLtMatmulHeuristicResult_t *cand, int n,
+                              const ft_gemm_tune_call *call);
 /* Destroys the cached GEMM plans (kernels/cuda/gemm.cu). */
 void ft_cuda_gemm_cache_free(ft_cuda_state *s);
 /* Copies a float tensor of any strides into a contiguous device buffer of the

@@ -232,6 +232,21 @@ typedef struct ft_mem_stats {
 
 ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx);
 
+/** GEMM plan counters of a CUDA context (all 0 elsewhere). A plan is built per
+ *  GEMM shape; its cuBLASLt algorithm is the fastest of the heuristic's
+ *  candidates, timed once per shape and process (FT_GEMM_AUTOTUNE=0: the
+ *  heuristic's first guess). */
+typedef struct ft_gemm_stats {
+    uint64_t plans;   /* plans built: GEMM shapes this context has run */
+    uint64_t hits;    /* calls served by a cached plan */
+    uint64_t tuned;   /* plans whose algorithm this context chose by timing */
+    uint64_t changed; /* of those, where the fastest was not the heuristic's first guess */
+    uint64_t reused;  /* plans that took a choice timed earlier in the process */
+    int autotune;     /* 1 unless FT_GEMM_AUTOTUNE=0 */
+} ft_gemm_stats;
+
+ft_gemm_stats ft_ctx_gemm_stats(const ft_ctx *ctx);
+
 /* ------------------------------------------------------------------------- */
 /* Tensors                                                                    */
 /* ------------------------------------------------------------------------- */

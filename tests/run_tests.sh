@@ -15,6 +15,12 @@ for bin in "$@"; do
         nolt=
         lazy=0
         busy=0
+        # several cuBLASLt candidates, so GEMMs go through the autotuner (slow
+        # on the emulator: only where it is the point, or once per model)
+        case "$name" in
+        test_graph_golden | test_cuda_pdl | test_cuda_gemm_tune) algos=3 ;;
+        *) algos=1 ;;
+        esac
         case "$name" in
         test_cuda_ops | test_funnel_factorized) f=${FT_TEST_FILTER:-} ;;
         *_random) f=${FT_TEST_FILTER:-}; order=random ;;
@@ -28,9 +34,11 @@ for bin in "$@"; do
         name="$name [CUDA emulated on the host]"
         echo "== $name"
         if [ -n "$nolt" ]; then
-            FT_EMU_LT_NO_ALGO=$nolt FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
+            FT_EMU_LT_ALGOS=$algos FT_EMU_LT_NO_ALGO=$nolt FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order \
+                FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
         else
-            FT_EMU_CUPTI_BUSY=$busy FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
+            FT_EMU_LT_ALGOS=$algos FT_EMU_CUPTI_BUSY=$busy FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order \
+                FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
         fi ;;
     *)
         echo "== $name"

@@ -358,6 +358,17 @@ static int cmd_bench(int argc, char **argv) {
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
     if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
+    if (a.device == FT_DEVICE_CUDA) {
+        ft_gemm_stats gs = ft_ctx_gemm_stats(ctx);
+        if (gs.autotune)
+            printf("gemm: %llu shapes; %llu algorithms chosen by timing (%llu other than cuBLASLt's first "
+                   "guess), %llu taken from earlier timing\n",
+                   (unsigned long long)gs.plans, (unsigned long long)gs.tuned, (unsigned long long)gs.changed,
+                   (unsigned long long)gs.reused);
+        else
+            printf("gemm: %llu shapes; cuBLASLt's first guess for each (FT_GEMM_AUTOTUNE=0)\n",
+                   (unsigned long long)gs.plans);
+    }
     print_graph_stats(stdout, "graph: ", m);
     if (prof) {
         /* a second pass of the same iterations, profiled */

@@ -8,9 +8,10 @@
  * column-major [N, M] one, so C = A B is computed as C^T = B^T A^T, i.e.
  * cuBLASLt's "A" is our B and its "B" is our A, with no copy.
  *
- * Plans (matmul descriptor, layouts, the heuristic's algorithm) are cached per
- * shape key in the context's backend state: a repeated call makes no heuristic
- * query. f32 runs CUBLAS_COMPUTE_32F (TF32 only when the context allows it);
+ * Plans (matmul descriptor, layouts, the algorithm) are cached per shape key
+ * in the context's backend state: a repeated call makes no heuristic query.
+ * The algorithm is the fastest of the heuristic's candidates, timed on the
+ * first call of a shape (gemm_tune.cu). f32 runs CUBLAS_COMPUTE_32F (TF32 only when the context allows it);
  * f16/bf16 run with f32 accumulation and f32 scaling.
  */
 #include <stdint.h>
@@ -175,8 +176,12 @@ static ft_status layout_make(ft_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataTyp
 /* Builds descriptors and asks the heuristic for one algorithm with epilogue `epi`.
  * Returns FT_ERR_UNSUPPORTED (without recording it) when no algorithm exists.
  * `bias` is the call's bias pointer (NULL without one). */
+/* Builds plan p for key k: descriptors, layouts, and the heuristic's answers
+ * (at most FT_GEMM_TUNE_CANDIDATES, best guess first) in cand[0..*n_cand);
+ * p->algo is the first. */
 static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
-                            cublasLtEpilogue_t epi, const void *bias, ft_gemm_plan *p) {
+                            cublasLtEpilogue_t epi, const void *bias, ft_gemm_plan *p,
+                            cublasLtMatmulHeuristicResult_t *cand, int *n_cand) {
     cudaDataType_t t = lt_type(k->dtype);
     cublasComputeType_t ct =
         (k->dtype == FT_DTYPE_F32 && k->tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -222,18 +227,19 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
     if (bs == CUBLAS_STATUS_SUCCESS)
         bs = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                   &al_c, sizeof al_c);
-    cublasLtMatmulHeuristicResult_t res;
-    memset(&res, 0, sizeof res);
+    memset(cand, 0, FT_GEMM_TUNE_CANDIDATES * sizeof *cand);
     int n_res = 0;
     if (bs == CUBLAS_STATUS_SUCCESS)
-        bs = cublasLtMatmulAlgoGetHeuristic(s->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res,
-                                            &n_res);
+        bs = cublasLtMatmulAlgoGetHeuristic(s->lt, p->op, p->la, p->lb, p->lc, p->lc, pref,
+                                            s->gemm_tune ? FT_GEMM_TUNE_CANDIDATES : 1, cand, &n_res);
     cublasLtMatmulPreferenceDestroy(pref);
     if (bs == CUBLAS_STATUS_NOT_SUPPORTED || (bs == CUBLAS_STATUS_SUCCESS && n_res == 0))
         return FT_ERR_UNSUPPORTED;
     if (bs != CUBLAS_STATUS_SUCCESS)
         return ft_cublas_error(ctx, bs, "cublasLtMatmulAlgoGetHeuristic");
-    p->algo = res.algo;
+    *n_cand = n_res;
+    p->algo = cand[0].algo;
+    p->choice = 0;
     return FT_OK;
 }
 
@@ -242,7 +248,7 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
  * take the cuBLAS path; that answer is cached too, as a heuristic query costs
  * more than the GEMM at small sizes. NULL with the error recorded on a real failure. */
 static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k, const void *bias,
-                              ft_status *st) {
+                              const ft_gemm_tune_call *call, ft_status *st) {
     uint64_t h = key_hash(k);
     int home = (int)(h & (FT_GEMM_CACHE_SLOTS - 1)), slot = -1;
     *st = FT_OK;
@@ -261,12 +267,20 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
     if (p->used) plan_destroy(p);
 
     cublasLtEpilogue_t epi = (cublasLtEpilogue_t)k->epilogue;
-    *st = plan_build(ctx, s, k, epi, bias, p);
+    cublasLtMatmulHeuristicResult_t cand[FT_GEMM_TUNE_CANDIDATES];
+    int n_cand = 0;
+    *st = plan_build(ctx, s, k, epi, bias, p, cand, &n_cand);
     if (*st == FT_ERR_UNSUPPORTED && epi != CUBLASLT_EPILOGUE_DEFAULT) {
         /* no kernel fuses this epilogue here: plain GEMM, bias and act as a pass */
         plan_destroy(p);
-        *st = plan_build(ctx, s, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, p);
+        *st = plan_build(ctx, s, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, p, cand, &n_cand);
         p->epi_fallback = 1;
+    }
+    if (*st == FT_OK) {
+        ft_gemm_tune_call c = *call;
+        p->key = *k; /* the tuner's process-wide choices are keyed by it */
+        if (p->epi_fallback) c.bias = NULL, c.bytes_bias = 0;
+        *st = ft_cuda_gemm_choose(ctx, s, p, cand, n_cand, &c);
     }
     if (*st != FT_OK) {
         plan_destroy(p);
@@ -279,6 +293,32 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
     p->key = *k;
     p->used = 1;
     return p;
+}
+
+/* Bytes spanned by `batch` row-major matrices of `rows` rows of `cols`
+ * elements, row stride ld, batch stride sb. */
+static size_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t sb, size_t es) {
+    int64_t last = (rows - 1) * ld + cols + (batch > 1 ? (batch - 1) * sb : 0);
+    return (size_t)(last > 0 ? last : 0) * es;
+}
+
+/* What the autotuner needs of the call: cublasLtMatmul's operands and extents. */
+static ft_gemm_tune_call tune_call(const ft_gemm_desc *g, float alpha, float beta) {
+    size_t es = ft_dtype_size(g->dtype);
+    ft_gemm_tune_call c;
+    memset(&c, 0, sizeof c);
+    c.lt_a = g->b;
+    c.lt_b = g->a;
+    c.c_in = g->residual;
+    c.d = g->c;
+    c.bias = g->bias;
+    c.bytes_a = extent(g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch, g->stride_b, es);
+    c.bytes_b = extent(g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch, g->stride_a, es);
+    c.bytes_c = extent(g->m, g->n, g->ldc, g->batch, g->stride_c, es);
+    c.bytes_bias = g->bias ? (size_t)g->n * es : 0;
+    c.alpha = alpha;
+    c.beta = beta;
+    return c;
 }
 
 /* The plain-cuBLAS path for what cuBLASLt has no algorithm for (odd
@@ -352,16 +392,17 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
         k.stride_c = g->stride_c;
     }
 
+    float alpha = g->alpha, beta = g->residual ? 1.0f : 0.0f;
+    const void *cptr = g->residual ? g->residual : g->c;
+    ft_gemm_tune_call call = tune_call(g, alpha, beta);
     ft_status st = FT_OK;
-    ft_gemm_plan *p = plan_get(ctx, s, &k, g->bias, &st);
+    ft_gemm_plan *p = plan_get(ctx, s, &k, g->bias, &call, &st);
     if (!p) return st == FT_ERR_UNSUPPORTED ? gemm_cublas(ctx, s, g) : st;
 
     const void *bias_ptr = g->bias;
     if (g->bias && !p->epi_fallback)
         LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
                                                    sizeof bias_ptr));
-    float alpha = g->alpha, beta = g->residual ? 1.0f : 0.0f;
-    const void *cptr = g->residual ? g->residual : g->c;
     cublasStatus_t ls = cublasLtMatmul(s->lt, p->op, &alpha, g->b, p->la, g->a, p->lb, &beta, cptr,
                                        p->lc, g->c, p->lc, &p->algo, s->lt_ws, s->lt_ws_size,
                                        ft_cuda_stream(ctx));

@@ -2,8 +2,10 @@
  * gemm.h - the internal GEMM entry of the CUDA backend (kernels/cuda/gemm.cu),
  * used by linear, matmul and the convolutions. cuBLASLt with the matmul
  * descriptor, layouts and chosen algorithm cached per shape, so a repeated
- * call does no heuristic query; fp32 accumulation, TF32 off unless the context
- * asks for it; epilogues bias, bias+GELU, bias+residual.
+ * call does no heuristic query (the algorithm: the fastest of the heuristic's
+ * candidates, timed once per shape, kernels/cuda/gemm_tune.cu); fp32
+ * accumulation, TF32 off unless the context asks for it; epilogues bias,
+ * bias+GELU, bias+residual.
  */
 #ifndef FT_CUDA_GEMM_H
 #define FT_CUDA_GEMM_H

@@ -36,6 +36,7 @@ for mode in eager static; do
 done
 run env FT_DISABLE_PDL=1 "$T" bench tests/golden/bert --device cuda --mode static --dtype fp16 --batch 1 $one \
     --phases --trace "$B/dry-nopdl.json"
+run env FT_GEMM_AUTOTUNE=0 "$T" bench tests/golden/bert --device cuda --mode static --dtype fp16 --batch 1 $one
 run env FT_DISABLE_PASSES=affine "$T" bench tests/golden/funnel --device cuda --mode static --dtype fp16 --batch 2 $one
 run "$B/examples/framework_tax" tests/golden/bert cuda 1
 run "$T" sweep tests/golden/resnet --device cuda --dtype fp16 --protocol paper --overhead --iters 1 \

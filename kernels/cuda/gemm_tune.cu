@@ -1,0 +1,144 @@
+/*
+ * gemm_tune.cu - which of cuBLASLt's candidate algorithms a GEMM plan runs.
+ *
+ * The heuristic ranks algorithms by a model of the GPU; for the small-M GEMMs
+ * of batch-1 inference its first guess is often not the fastest. So, as
+ * TensorRT picks tactics and PyTorch's TunableOp does on request, a new GEMM
+ * shape times the heuristic's first FT_GEMM_TUNE_CANDIDATES answers on the
+ * call's own operands and keeps the fastest. That happens once per shape and
+ * process: the choice is remembered process-wide (per device and plan key), so
+ * eager, graph and static mode, and every context, run the same algorithm,
+ * and a comparison between them is not also a comparison of GEMM kernels.
+ * FT_GEMM_AUTOTUNE=0 keeps the heuristic's first guess everywhere.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda_common.cuh"
+#include "../../engine/cuda_backend_internal.h"
+
+#define TUNE_REPS 5        /* timed runs per candidate, after one untimed */
+#define TUNED_SLOTS 1024   /* process-wide choices; past that, shapes are timed per context */
+
+namespace {
+struct tuned {
+    int used, device;
+    ft_gemm_key key;
+    cublasLtMatmulAlgo_t algo;
+    int choice;
+};
+tuned g_tuned[TUNED_SLOTS];
+pthread_mutex_t g_tuned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int find(int device, const ft_gemm_key *k, cublasLtMatmulAlgo_t *algo, int *choice) {
+    int found = 0;
+    pthread_mutex_lock(&g_tuned_mu);
+    for (int i = 0; i < TUNED_SLOTS && g_tuned[i].used && !found; i++)
+        if (g_tuned[i].device == device && !memcmp(&g_tuned[i].key, k, sizeof *k)) {
+            *algo = g_tuned[i].algo;
+            *choice = g_tuned[i].choice;
+            found = 1;
+        }
+    pthread_mutex_unlock(&g_tuned_mu);
+    return found;
+}
+
+void remember(int device, const ft_gemm_key *k, const cublasLtMatmulAlgo_t *algo, int choice) {
+    pthread_mutex_lock(&g_tuned_mu);
+    for (int i = 0; i < TUNED_SLOTS; i++) {
+        if (g_tuned[i].used && (g_tuned[i].device != device || memcmp(&g_tuned[i].key, k, sizeof *k)))
+            continue;
+        /* a free slot, or another context's choice for the same shape: the first one stays */
+        if (!g_tuned[i].used) {
+            g_tuned[i].key = *k;
+            g_tuned[i].device = device;
+            g_tuned[i].algo = *algo;
+            g_tuned[i].choice = choice;
+            g_tuned[i].used = 1;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&g_tuned_mu);
+}
+
+int overlaps(const void *a, size_t na, const void *b, size_t nb) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return a && b && na && nb && x < y + nb && y < x + na;
+}
+
+/* One run of candidate algo: the status cuBLASLt gives at the call. */
+cublasStatus_t run(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
+                   const ft_gemm_tune_call *c) {
+    return cublasLtMatmul(s->lt, p->op, &c->alpha, c->lt_a, p->la, c->lt_b, p->lb, &c->beta,
+                          c->c_in ? c->c_in : c->d, p->lc, c->d, p->lc, algo, s->lt_ws, s->lt_ws_size,
+                          ft_cuda_stream(ctx));
+}
+
+/* Mean milliseconds per run of cand, or < 0 when cuBLASLt refuses it at the
+ * call (NOT_SUPPORTED: not a failure, the candidate is skipped). */
+ft_status time_one(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
+                   const ft_gemm_tune_call *c, float *ms) {
+    *ms = -1.0f;
+    cudaStream_t st = ft_cuda_stream(ctx);
+    cublasStatus_t bs = run(ctx, s, p, algo, c); /* untimed: first-launch costs */
+    if (bs == CUBLAS_STATUS_NOT_SUPPORTED) return FT_OK;
+    if (bs != CUBLAS_STATUS_SUCCESS) return ft_cublas_error(ctx, bs, "cublasLtMatmul (autotuning)");
+    FT_CUDA_TRY(ctx, cudaEventRecord(s->tune_ev[0], st));
+    for (int r = 0; r < TUNE_REPS; r++)
+        if ((bs = run(ctx, s, p, algo, c)) != CUBLAS_STATUS_SUCCESS)
+            return ft_cublas_error(ctx, bs, "cublasLtMatmul (autotuning)");
+    FT_CUDA_TRY(ctx, cudaEventRecord(s->tune_ev[1], st));
+    FT_CUDA_TRY(ctx, cudaEventSynchronize(s->tune_ev[1]));
+    float t = 0.0f;
+    FT_CUDA_TRY(ctx, cudaEventElapsedTime(&t, s->tune_ev[0], s->tune_ev[1]));
+    *ms = t / TUNE_REPS;
+    return FT_OK;
+}
+} // namespace
+
+extern "C" ft_status ft_cuda_gemm_choose(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p,
+                                         const cublasLtMatmulHeuristicResult_t *cand, int n,
+                                         const ft_gemm_tune_call *c) {
+    if (n <= 1 || !s->gemm_tune) return FT_OK;
+    cublasLtMatmulAlgo_t algo;
+    int choice = 0;
+    if (find(s->device, &p->key, &algo, &choice)) {
+        p->algo = algo;
+        p->choice = choice;
+        s->gemm_reused++;
+        return FT_OK;
+    }
+    /* timing synchronises: never inside a capture (the static plan's warm-up
+     * run, before capture, is where its shapes get tuned) */
+    if (ft_cuda_capturing(ctx)) return FT_OK;
+    if (overlaps(c->d, c->bytes_c, c->lt_a, c->bytes_a) || overlaps(c->d, c->bytes_c, c->lt_b, c->bytes_b) ||
+        overlaps(c->d, c->bytes_c, c->bias, c->bytes_bias) || overlaps(c->d, c->bytes_c, c->c_in, c->bytes_c))
+        return FT_OK;
+    for (int i = 0; i < 2; i++)
+        if (!s->tune_ev[i]) FT_CUDA_TRY(ctx, cudaEventCreate(&s->tune_ev[i]));
+    int best = -1;
+    float best_ms = 0.0f;
+    for (int i = 0; i < n && i < FT_GEMM_TUNE_CANDIDATES; i++) {
+        if (cand[i].state != CUBLAS_STATUS_SUCCESS || cand[i].workspaceSize > s->lt_ws_size) continue;
+        float ms;
+        ft_status st = time_one(ctx, s, p, &cand[i].algo, c, &ms);
+        if (st != FT_OK) return st;
+        if (ms >= 0.0f && (best < 0 || ms < best_ms)) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    if (best < 0) return FT_OK; /* none ran: the first guess, left to fail or not at the real call */
+    p->algo = cand[best].algo;
+    p->choice = best;
+    s->gemm_tuned++;
+    if (best != 0) s->gemm_changed++;
+    remember(s->device, &p->key, &p->algo, best);
+    /* another context may have remembered a choice meanwhile: take that one */
+    if (find(s->device, &p->key, &algo, &choice)) {
+        p->algo = algo;
+        p->choice = choice;
+    }
+    return FT_OK;
+}

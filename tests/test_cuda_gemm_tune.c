@@ -1,0 +1,241 @@
+/*
+ * test_cuda_gemm_tune.c - the GEMM autotuner (kernels/cuda/gemm_tune.cu): a
+ * new GEMM shape times cuBLASLt's candidates and keeps the fastest, once per
+ * process; never while a stream captures, never when the output overlaps an
+ * operand; FT_GEMM_AUTOTUNE=0 keeps the heuristic's first guess.
+ *
+ * On the emulator the fake heuristic gives three candidates that compute the
+ * same (FT_EMU_LT_ALGOS=3), and FT_EMU_LT_SLOW_ALGO=0 makes the first one 2 ms slower, so the
+ * tuner must be seen to measure: it has to leave the first guess. On a GPU the
+ * same tests check the bookkeeping and the results (the timings are real).
+ * Every test uses GEMM shapes of its own: choices are remembered process-wide.
+ */
+#include "ft_test.h"
+#include "ftengine.h"
+#include "ft_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FT_WITH_CUDA
+#include "cuda_backend_internal.h"
+#include "../kernels/cuda/gemm.h"
+
+static int emulated(void) {
+#ifdef FT_CUDA_EMU
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* A CUDA context made with `name` set to `value` (NULL: unset) meanwhile. */
+static ft_ctx *cuda_ctx_with(const char *name, const char *value) {
+    const char *old = getenv(name);
+    char keep[64] = "";
+    if (old) snprintf(keep, sizeof keep, "%s", old);
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+    ft_ctx *c = NULL;
+    ft_status st = ft_ctx_create(FT_DEVICE_CUDA, &c);
+    if (old) setenv(name, keep, 1);
+    else unsetenv(name);
+    CHECK(st == FT_OK && c, "CUDA context with %s=%s: %s", name, value ? value : "(unset)", ft_status_str(st));
+    return st == FT_OK ? c : NULL;
+}
+
+/* The cached plan of ctx for an m x n x k GEMM, or NULL. */
+static const ft_gemm_plan *plan_of(ft_ctx *ctx, int64_t m, int64_t n, int64_t k) {
+    const ft_cuda_state *s = ft_cuda_state_of(ctx);
+    for (int i = 0; i < FT_GEMM_CACHE_SLOTS; i++) {
+        const ft_gemm_plan *p = &s->gemm_cache[i];
+        if (p->used && !p->no_algo && p->key.m == m && p->key.n == n && p->key.k == k) return p;
+    }
+    return NULL;
+}
+
+/* y = x w^T (+ y when in_place) for x [m,k], w [n,k] of small integers (exact
+ * in f32), through ft_cuda_gemm on ctx; checks every element against a host
+ * product. 1 when it ran and matched. */
+static int gemm_check(ft_ctx *ctx, int64_t m, int64_t n, int64_t k, int in_place) {
+    float *x = malloc((size_t)(m * k) * 4), *w = malloc((size_t)(n * k) * 4), *y0 = malloc((size_t)(m * n) * 4),
+          *y = malloc((size_t)(m * n) * 4);
+    int ok = x && w && y0 && y;
+    for (int64_t i = 0; ok && i < m * k; i++) x[i] = (float)((i * 7) % 5) - 2.0f;
+    for (int64_t i = 0; ok && i < n * k; i++) w[i] = (float)((i * 3) % 7) - 3.0f;
+    for (int64_t i = 0; ok && i < m * n; i++) y0[i] = (float)(i % 3);
+    int64_t mark = ft_arena_mark(ctx), xs[2] = {m, k}, ws[2] = {n, k}, ys[2] = {m, n};
+    ft_tensor *tx = ok ? ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, xs, x) : NULL;
+    ft_tensor *tw = ok ? ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, ws, w) : NULL;
+    ft_tensor *ty = ok ? ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, ys, y0) : NULL;
+    ok = tx && tw && ty;
+    if (ok) {
+        ft_gemm_desc g;
+        memset(&g, 0, sizeof g);
+        g.dtype = FT_DTYPE_F32;
+        g.trans_b = true;
+        g.m = m, g.n = n, g.k = k, g.batch = 1;
+        g.a = tx->data, g.lda = k;
+        g.b = tw->data, g.ldb = k;
+        g.c = ty->data, g.ldc = n;
+        g.residual = in_place ? ty->data : NULL;
+        g.alpha = 1.0f;
+        ok = ft_cuda_gemm(ctx, &g) == FT_OK && ft_tensor_to_host(ctx, ty, FT_DTYPE_F32, y, (size_t)(m * n) * 4) == FT_OK;
+        CHECK(ok, "GEMM %lldx%lldx%lld: %s", (long long)m, (long long)n, (long long)k, ft_ctx_errmsg(ctx));
+    }
+    int64_t bad = 0;
+    for (int64_t i = 0; ok && i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float r = in_place ? y0[i * n + j] : 0.0f;
+            for (int64_t q = 0; q < k; q++) r += x[i * k + q] * w[j * k + q];
+            bad += y[i * n + j] != r;
+        }
+    CHECK(!ok || !bad, "GEMM %lldx%lldx%lld: %lld wrong elements", (long long)m, (long long)n, (long long)k,
+          (long long)bad);
+    ft_arena_release_to(ctx, mark);
+    free(x), free(w), free(y0), free(y);
+    return ok && !bad;
+}
+
+static void set_slow(const char *v) {
+    if (v) setenv("FT_EMU_LT_SLOW_ALGO", v, 1);
+    else unsetenv("FT_EMU_LT_SLOW_ALGO");
+}
+
+/* A new shape is timed once; a second context takes the same choice. */
+static void test_cuda_gemm_tune_measures_and_shares(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    set_slow("0");
+    ft_ctx *a = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL), *b = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    if (a && b) {
+        ft_cuda_state *sa = ft_cuda_state_of(a), *sb = ft_cuda_state_of(b);
+        gemm_check(a, 37, 53, 29, 0);
+        const ft_gemm_plan *pa = plan_of(a, 37, 53, 29);
+        CHECK(pa && sa->gemm_tuned + sa->gemm_reused <= 1, "plan %p, tuned %llu reused %llu", (const void *)pa,
+              (unsigned long long)sa->gemm_tuned, (unsigned long long)sa->gemm_reused);
+        if (emulated())
+            CHECK(sa->gemm_tuned == 1 && sa->gemm_changed == 1 && pa && pa->choice != 0,
+                  "the slow first guess was kept: tuned %llu changed %llu choice %d",
+                  (unsigned long long)sa->gemm_tuned, (unsigned long long)sa->gemm_changed, pa ? pa->choice : -1);
+        /* the second context: no timing, the first one's choice */
+        gemm_check(b, 37, 53, 29, 0);
+        const ft_gemm_plan *pb = plan_of(b, 37, 53, 29);
+        CHECK(sb->gemm_tuned == 0 && pb && pa && pb->choice == pa->choice &&
+                  !memcmp(&pb->algo, &pa->algo, sizeof pa->algo),
+              "second context: tuned %llu, choice %d vs %d", (unsigned long long)sb->gemm_tuned,
+              pb ? pb->choice : -1, pa ? pa->choice : -1);
+        if (emulated()) CHECK(sb->gemm_reused == 1, "reused %llu", (unsigned long long)sb->gemm_reused);
+        ft_gemm_stats ga = ft_ctx_gemm_stats(a), gb = ft_ctx_gemm_stats(b);
+        CHECK(ga.autotune == 1 && ga.plans == 1 && ga.tuned == sa->gemm_tuned && ga.changed == sa->gemm_changed &&
+                  gb.reused == sb->gemm_reused && gb.tuned == 0,
+              "ft_ctx_gemm_stats: plans %llu tuned %llu changed %llu / reused %llu",
+              (unsigned long long)ga.plans, (unsigned long long)ga.tuned, (unsigned long long)ga.changed,
+              (unsigned long long)gb.reused);
+    }
+    set_slow(NULL);
+    ft_ctx_free(a);
+    ft_ctx_free(b);
+}
+
+/* FT_GEMM_AUTOTUNE=0: the heuristic's first guess, untimed. */
+static void test_cuda_gemm_tune_off(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    set_slow("0");
+    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", "0");
+    if (c) {
+        ft_cuda_state *s = ft_cuda_state_of(c);
+        gemm_check(c, 41, 19, 23, 0);
+        const ft_gemm_plan *p = plan_of(c, 41, 19, 23);
+        CHECK(s->gemm_tune == 0 && s->gemm_tuned == 0 && s->gemm_reused == 0 && p && p->choice == 0,
+              "autotune off: tuned %llu reused %llu choice %d", (unsigned long long)s->gemm_tuned,
+              (unsigned long long)s->gemm_reused, p ? p->choice : -1);
+        CHECK(ft_ctx_gemm_stats(c).autotune == 0, "ft_ctx_gemm_stats says autotune is on");
+    }
+    set_slow(NULL);
+    ft_ctx_free(c);
+}
+
+/* An output that is also an input (C == D, in place) is not rerun: each run
+ * would add the product again. */
+static void test_cuda_gemm_tune_skips_in_place(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    if (c) {
+        ft_cuda_state *s = ft_cuda_state_of(c);
+        CHECK(gemm_check(c, 13, 31, 47, 1), "in-place GEMM");
+        const ft_gemm_plan *p = plan_of(c, 13, 31, 47);
+        CHECK(s->gemm_tuned == 0 && p && p->choice == 0, "in place: tuned %llu, choice %d",
+              (unsigned long long)s->gemm_tuned, p ? p->choice : -1);
+    }
+    ft_ctx_free(c);
+}
+
+/* A shape first seen while the stream captures keeps the first guess: timing
+ * would synchronise, which invalidates a capture. */
+static void test_cuda_gemm_tune_not_in_capture(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    if (!c) return;
+    ft_cuda_state *s = ft_cuda_state_of(c);
+    int64_t m = 11, n = 59, k = 17, mark = ft_arena_mark(c), xs[2] = {m, k}, ws[2] = {n, k}, ys[2] = {m, n};
+    float *h = calloc((size_t)(n * k + m * n), sizeof(float));
+    ft_tensor *tx = h ? ft_tensor_from_host(c, FT_DTYPE_F32, 2, xs, h) : NULL;
+    ft_tensor *tw = h ? ft_tensor_from_host(c, FT_DTYPE_F32, 2, ws, h) : NULL;
+    ft_tensor *ty = h ? ft_tensor_from_host(c, FT_DTYPE_F32, 2, ys, h) : NULL;
+    CHECK(tx && tw && ty && ft_ctx_sync(c) == FT_OK, "setup: %s", ft_ctx_errmsg(c));
+    if (tx && tw && ty) {
+        ft_gemm_desc g;
+        memset(&g, 0, sizeof g);
+        g.dtype = FT_DTYPE_F32;
+        g.trans_b = true;
+        g.m = m, g.n = n, g.k = k, g.batch = 1;
+        g.a = tx->data, g.lda = k, g.b = tw->data, g.ldb = k, g.c = ty->data, g.ldc = n;
+        g.alpha = 1.0f;
+        cudaGraph_t graph = NULL;
+        CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin");
+        ft_status st = ft_cuda_gemm(c, &g);
+        cudaError_t e = cudaStreamEndCapture(s->stream, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        CHECK(st == FT_OK && e == cudaSuccess, "GEMM in a capture: %s / %s", ft_ctx_errmsg(c),
+              cudaGetErrorString(e));
+        const ft_gemm_plan *p = plan_of(c, m, n, k);
+        CHECK(s->gemm_tuned == 0 && p && p->choice == 0, "in a capture: tuned %llu, choice %d",
+              (unsigned long long)s->gemm_tuned, p ? p->choice : -1);
+    }
+    (void)cudaGetLastError();
+    ft_ctx_clear_error(c);
+    ft_arena_release_to(c, mark);
+    free(h);
+    ft_ctx_free(c);
+}
+#else
+static void test_cuda_gemm_tune_unbuilt(void) { SKIP("built without CUDA"); }
+#endif
+
+int main(void) {
+#ifdef FT_CUDA_EMU
+    setenv("FT_EMU_LT_ALGOS", "3", 0); /* the fake heuristic's candidates (tests/emu/fake_cublas.c) */
+#endif
+#ifdef FT_WITH_CUDA
+    RUN(test_cuda_gemm_tune_measures_and_shares);
+    RUN(test_cuda_gemm_tune_off);
+    RUN(test_cuda_gemm_tune_skips_in_place);
+    RUN(test_cuda_gemm_tune_not_in_capture);
+#else
+    RUN(test_cuda_gemm_tune_unbuilt);
+#endif
+    return ft_test_finish();
+}
