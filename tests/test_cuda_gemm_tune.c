@@ -11,6 +11,7 @@
  * Every test uses GEMM shapes of its own: choices are remembered process-wide.
  */
 #include "ft_test.h"
+#include "ft_test_env.h"
 #include "ftengine.h"
 #include "ft_internal.h"
 
@@ -28,21 +29,6 @@ static int emulated(void) {
 #else
     return 0;
 #endif
-}
-
-/* A CUDA context made with `name` set to `value` (NULL: unset) meanwhile. */
-static ft_ctx *cuda_ctx_with(const char *name, const char *value) {
-    const char *old = getenv(name);
-    char keep[64] = "";
-    if (old) snprintf(keep, sizeof keep, "%s", old);
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-    ft_ctx *c = NULL;
-    ft_status st = ft_ctx_create(FT_DEVICE_CUDA, &c);
-    if (old) setenv(name, keep, 1);
-    else unsetenv(name);
-    CHECK(st == FT_OK && c, "CUDA context with %s=%s: %s", name, value ? value : "(unset)", ft_status_str(st));
-    return st == FT_OK ? c : NULL;
 }
 
 /* The cached plan of ctx for an m x n x k GEMM, or NULL. */
@@ -81,7 +67,8 @@ static int gemm_check(ft_ctx *ctx, int64_t m, int64_t n, int64_t k, int in_place
         g.c = ty->data, g.ldc = n;
         g.residual = in_place ? ty->data : NULL;
         g.alpha = 1.0f;
-        ok = ft_cuda_gemm(ctx, &g) == FT_OK && ft_tensor_to_host(ctx, ty, FT_DTYPE_F32, y, (size_t)(m * n) * 4) == FT_OK;
+        ok = ft_cuda_gemm(ctx, &g) == FT_OK &&
+             ft_tensor_to_host(ctx, ty, FT_DTYPE_F32, y, (size_t)(m * n) * 4) == FT_OK;
         CHECK(ok, "GEMM %lldx%lldx%lld: %s", (long long)m, (long long)n, (long long)k, ft_ctx_errmsg(ctx));
     }
     int64_t bad = 0;
@@ -110,7 +97,8 @@ static void test_cuda_gemm_tune_measures_and_shares(void) {
         return;
     }
     set_slow("0");
-    ft_ctx *a = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL), *b = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    ft_ctx *a = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
+    ft_ctx *b = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
     if (a && b) {
         ft_cuda_state *sa = ft_cuda_state_of(a), *sb = ft_cuda_state_of(b);
         gemm_check(a, 37, 53, 29, 0);
@@ -148,7 +136,7 @@ static void test_cuda_gemm_tune_off(void) {
         return;
     }
     set_slow("0");
-    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", "0");
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", "0");
     if (c) {
         ft_cuda_state *s = ft_cuda_state_of(c);
         gemm_check(c, 41, 19, 23, 0);
@@ -169,7 +157,7 @@ static void test_cuda_gemm_tune_skips_in_place(void) {
         SKIP("no CUDA device");
         return;
     }
-    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
     if (c) {
         ft_cuda_state *s = ft_cuda_state_of(c);
         CHECK(gemm_check(c, 13, 31, 47, 1), "in-place GEMM");
@@ -187,7 +175,7 @@ static void test_cuda_gemm_tune_not_in_capture(void) {
         SKIP("no CUDA device");
         return;
     }
-    ft_ctx *c = cuda_ctx_with("FT_GEMM_AUTOTUNE", NULL);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
     if (!c) return;
     ft_cuda_state *s = ft_cuda_state_of(c);
     int64_t m = 11, n = 59, k = 17, mark = ft_arena_mark(c), xs[2] = {m, k}, ws[2] = {n, k}, ys[2] = {m, n};

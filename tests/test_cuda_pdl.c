@@ -14,6 +14,7 @@
  * accounting of overlapping kernels runs anywhere (synthetic records).
  */
 #include "ft_golden.h"
+#include "ft_test_env.h"
 #include "ft_internal.h"
 #include "profiler.h"
 
@@ -94,29 +95,13 @@ static long long pdl_launches(void) {
 #endif
 }
 
-/* A CUDA context created while environment variable `name` is `value`
- * (restored afterwards: the choice is made at creation). */
-static ft_ctx *cuda_ctx_with(const char *name, const char *value) {
-    const char *old = getenv(name);
-    char keep[64] = "";
-    if (old) snprintf(keep, sizeof keep, "%s", old);
-    if (value) setenv(name, value, 1);
-    ft_ctx *c = NULL;
-    ft_status st = ft_ctx_create(FT_DEVICE_CUDA, &c);
-    if (old) setenv(name, keep, 1);
-    else unsetenv(name);
-    CHECK(st == FT_OK && c, "CUDA context with %s=%s: %s", name, value ? value : "(unset)",
-          ft_status_str(st));
-    return st == FT_OK ? c : NULL;
-}
-
 /* sm_90 and newer use PDL unless told not to; the device label says which */
 static void test_cuda_pdl_default(void) {
     if (!ft_cuda_device_count()) {
         SKIP("no CUDA device");
         return;
     }
-    ft_ctx *c = cuda_ctx_with("FT_DISABLE_PDL", NULL);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", NULL);
     if (!c) return;
     const char *label = ft_ctx_device_label(c);
     if (ft_cuda_state_of(c)->sm_major >= 9)
@@ -131,7 +116,7 @@ static void test_cuda_pdl_disabled_by_env(void) {
         SKIP("no CUDA device");
         return;
     }
-    ft_ctx *c = cuda_ctx_with("FT_DISABLE_PDL", "1");
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", "1");
     if (!c) return;
     const char *label = ft_ctx_device_label(c);
     CHECK(ft_cuda_pdl(c) == 0 && strstr(label, "PDL off: FT_DISABLE_PDL is set"), "label '%s'", label);
@@ -182,7 +167,8 @@ static void same_bits(const char *name) {
         SKIP("no CUDA device");
         return;
     }
-    ft_ctx *on = cuda_ctx_with("FT_DISABLE_PDL", NULL), *off = cuda_ctx_with("FT_DISABLE_PDL", "1");
+    ft_ctx *on = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", NULL);
+    ft_ctx *off = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", "1");
     golden_case gon, goff;
     int ok_on = on && golden_open(on, name, &gon) == 0, ok_off = off && golden_open(off, name, &goff) == 0;
     CHECK(ok_on && ok_off, "golden %s: %s", name, on ? ft_ctx_errmsg(on) : "no context");
@@ -224,7 +210,7 @@ static void test_cuda_pdl_pre_hopper(void) {
     SKIP("the emulator plays an sm_80 device; a GPU is what it is");
 #else
     setenv("FT_EMU_CC", "80", 1);
-    ft_ctx *c = cuda_ctx_with("FT_DISABLE_PDL", NULL);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", NULL);
     golden_case gc;
     if (c && golden_open(c, "bert", &gc) == 0) {
         const char *label = ft_ctx_device_label(c);
