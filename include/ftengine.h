@@ -434,6 +434,8 @@ typedef struct ft_graph_stats {
     int graph_nodes;           /* nodes of that CUDA Graph, the device launches per forward (a
                                   step may launch more than one kernel); 0 when not captured,
                                   -1 if the graph could not be listed */
+    int input_uploads;         /* host-to-device copies of the inputs per forward (1 when the
+                                  planner put them side by side, else one per input) */
     /* what the passes did */
     int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
         eltwise_fused, nonorm_folded, conv_bn_folded,

@@ -108,6 +108,12 @@ static void test_cuda_graph_static_bitwise(void) {
             if (t) CHECK_OK(ctx, ft_tensor_to_host(ctx, t, FT_DTYPE_F32, out[k], (size_t)n * 4));
         }
         CHECK(memcmp(out[1], out[2], (size_t)n * 4) == 0, "round %d: graph and static differ", round);
+        /* the three inputs lie side by side in the arena: one upload per forward */
+        for (int k = 1; k < 3; k++) {
+            ft_graph_stats gs;
+            CHECK(ft_model_graph_stats(m[k], &gs) == FT_OK && gs.input_uploads == 1,
+                  "%s mode: %d input uploads per forward, want 1", ft_mode_name((ft_mode)k), gs.input_uploads);
+        }
         double d = 0;
         for (int64_t i = 0; i < n; i++) {
             double e = out[0][i] - out[1][i];

@@ -184,9 +184,11 @@ static void print_graph_stats(FILE *f, const char *prefix, const ft_model *m) {
             g.capture_ms, g.instantiate_ms, g.captured ? "" : " (no CUDA graph)");
     char nodes[48] = "";
     if (g.captured) snprintf(nodes, sizeof nodes, " (%d CUDA graph nodes)", g.graph_nodes);
-    fprintf(f, "%skernels per forward %d (eager %d), graph launches %d%s; arena %zu B (peak-live bound "
-               "%zu B, no reuse %zu B), constants %zu B (+ %zu B shared by the model's plans), scratch %zu B\n",
-            prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, nodes, g.arena_bytes,
+    fprintf(f, "%skernels per forward %d (eager %d), graph launches %d%s, input uploads %d; arena %zu B "
+               "(peak-live bound %zu B, no reuse %zu B), constants %zu B (+ %zu B shared by the model's "
+               "plans), scratch %zu B\n",
+            prefix, g.kernels_per_forward, g.traced_kernels, g.graph_launches, nodes, g.input_uploads,
+            g.arena_bytes,
             g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.shared_const_bytes,
             g.scratch_bytes);
     fprintf(f, "%spasses: dce %d, folded %d, qkv %d, epilogues %d, ln+residual %d, attention %d, "
