@@ -99,6 +99,8 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     if (!ctx) return FT_ERR_OOM;
     ctx->device = o.device;
     ctx->device_index = o.device_index;
+    ctx->opt_pdl = o.pdl;
+    ctx->opt_gemm_autotune = o.gemm_autotune;
     ctx->cpu_threads = o.cpu_threads;
     ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
     if (env_flag("FT_NVTX")) ctx->hooks = ft_nvtx_hooks();

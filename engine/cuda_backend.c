@@ -228,7 +228,11 @@ static int env_flag(const char *name) {
  * device label; the context still works). */
 static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
     s->pdl = 0;
-    if (env_flag("FT_DISABLE_PDL")) {
+    if (ctx->opt_pdl == FT_OPT_OFF) {
+        snprintf(s->pdl_note, sizeof s->pdl_note, "ft_ctx_options.pdl is FT_OPT_OFF");
+        return FT_OK;
+    }
+    if (ctx->opt_pdl != FT_OPT_ON && env_flag("FT_DISABLE_PDL")) {
         snprintf(s->pdl_note, sizeof s->pdl_note, "FT_DISABLE_PDL is set");
         return FT_OK;
     }
@@ -274,7 +278,8 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     s->allow_tf32 = env_flag("FT_ALLOW_TF32");
     s->fast_gelu = env_flag("FT_FAST_GELU");
     const char *tune = getenv("FT_GEMM_AUTOTUNE");
-    s->gemm_tune = !(tune && !strcmp(tune, "0"));
+    s->gemm_tune = ctx->opt_gemm_autotune == FT_OPT_DEFAULT ? !(tune && !strcmp(tune, "0"))
+                                                            : ctx->opt_gemm_autotune == FT_OPT_ON;
 
     CU_TRY(ctx, cudaSetDevice(s->device));
     struct cudaDeviceProp prop;

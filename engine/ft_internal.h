@@ -184,6 +184,7 @@ struct ft_trace; /* graph/trace.h */
 struct ft_ctx {
     ft_device device;
     int device_index;
+    int opt_pdl, opt_gemm_autotune; /* ft_ctx_options.pdl / .gemm_autotune (FT_OPT_*) */
     int cpu_threads;
     char device_label[320]; /* ft_ctx_device_label, filled on first use */
 

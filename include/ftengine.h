@@ -197,7 +197,15 @@ typedef struct ft_ctx_options {
      * smaller device, and makes every out-of-memory path reachable in tests. Library
      * workspaces made at context creation are not counted. */
     size_t mem_limit;
+    /* CUDA launch choices, for A/B runs inside one process: FT_OPT_DEFAULT (0) is on,
+     * unless the environment switch in brackets turns it off; FT_OPT_ON / FT_OPT_OFF
+     * override the environment. Programmatic dependent launch needs sm_90 or newer:
+     * the device label says whether a context uses it, and why not. */
+    int pdl;           /* launch kernels with programmatic dependent launch [FT_DISABLE_PDL=1] */
+    int gemm_autotune; /* time cuBLASLt's candidates once per GEMM shape [FT_GEMM_AUTOTUNE=0] */
 } ft_ctx_options;
+
+enum { FT_OPT_OFF = -1, FT_OPT_DEFAULT = 0, FT_OPT_ON = 1 };
 
 ft_ctx_options ft_ctx_options_default(void);
 
@@ -207,8 +215,9 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out);
 void ft_ctx_free(ft_ctx *ctx);
 
 ft_device ft_ctx_device(const ft_ctx *ctx);
-/** What the context runs on, for reports: the GPU's name, ordinal, architecture and
- *  SM count ("NVIDIA H100 80GB HBM3 (device 0, sm_90, 132 SMs)"), or the CPU's model
+/** What the context runs on, for reports: the GPU's name, ordinal, architecture, SM
+ *  count and whether kernels use programmatic dependent launch ("NVIDIA H100 80GB HBM3
+ *  (device 0, sm_90, 132 SMs, PDL on)", or "PDL off: " and why), or the CPU's model
  *  and OpenMP thread count. Valid as long as the context. */
 const char *ft_ctx_device_label(ft_ctx *ctx);
 /** The sticky status of the context (FT_OK if no error is recorded). */

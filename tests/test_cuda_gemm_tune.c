@@ -150,6 +150,28 @@ static void test_cuda_gemm_tune_off(void) {
     ft_ctx_free(c);
 }
 
+/* ft_ctx_options.gemm_autotune overrides FT_GEMM_AUTOTUNE both ways. */
+static void test_cuda_gemm_tune_option(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx_options o = ft_ctx_options_default();
+    o.device = FT_DEVICE_CUDA;
+    o.gemm_autotune = FT_OPT_OFF;
+    ft_ctx *off = NULL, *on = NULL;
+    CHECK_OK(off, ft_ctx_create_ex(&o, &off));
+    setenv("FT_GEMM_AUTOTUNE", "0", 1);
+    o.gemm_autotune = FT_OPT_ON;
+    CHECK_OK(on, ft_ctx_create_ex(&o, &on));
+    unsetenv("FT_GEMM_AUTOTUNE");
+    CHECK(off && on && ft_ctx_gemm_stats(off).autotune == 0 && ft_ctx_gemm_stats(on).autotune == 1,
+          "autotune: option off gives %d, option on under FT_GEMM_AUTOTUNE=0 gives %d",
+          off ? ft_ctx_gemm_stats(off).autotune : -1, on ? ft_ctx_gemm_stats(on).autotune : -1);
+    ft_ctx_free(off);
+    ft_ctx_free(on);
+}
+
 /* An output that is also an input (C == D, in place) is not rerun: each run
  * would add the product again. */
 static void test_cuda_gemm_tune_skips_in_place(void) {
@@ -220,6 +242,7 @@ int main(void) {
 #ifdef FT_WITH_CUDA
     RUN(test_cuda_gemm_tune_measures_and_shares);
     RUN(test_cuda_gemm_tune_off);
+    RUN(test_cuda_gemm_tune_option);
     RUN(test_cuda_gemm_tune_skips_in_place);
     RUN(test_cuda_gemm_tune_not_in_capture);
 #else

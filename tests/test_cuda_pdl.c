@@ -123,6 +123,30 @@ static void test_cuda_pdl_disabled_by_env(void) {
     ft_ctx_free(c);
 }
 
+/* ft_ctx_options.pdl overrides the environment both ways. */
+static void test_cuda_pdl_option(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+    ft_ctx_options o = ft_ctx_options_default();
+    o.device = FT_DEVICE_CUDA;
+    o.pdl = FT_OPT_OFF;
+    ft_ctx *off = NULL, *on = NULL;
+    CHECK_OK(off, ft_ctx_create_ex(&o, &off));
+    if (off)
+        CHECK(ft_cuda_pdl(off) == 0 && strstr(ft_ctx_device_label(off), "PDL off: ft_ctx_options.pdl"),
+              "label '%s'", ft_ctx_device_label(off));
+    setenv("FT_DISABLE_PDL", "1", 1);
+    o.pdl = FT_OPT_ON;
+    CHECK_OK(on, ft_ctx_create_ex(&o, &on));
+    unsetenv("FT_DISABLE_PDL");
+    if (on && ft_cuda_state_of(on)->sm_major >= 9)
+        CHECK(ft_cuda_pdl(on) == 1, "FT_OPT_ON under FT_DISABLE_PDL=1: '%s'", ft_ctx_device_label(on));
+    ft_ctx_free(off);
+    ft_ctx_free(on);
+}
+
 /* The outputs of one forward, as f32, concatenated; NULL on failure. */
 static float *forward_outputs(ft_ctx *ctx, const golden_case *gc, ft_mode mode, int64_t *n_out,
                               long long *pdl) {
@@ -238,6 +262,7 @@ int main(void) {
 #ifdef FT_WITH_CUDA
     RUN(test_cuda_pdl_default);
     RUN(test_cuda_pdl_disabled_by_env);
+    RUN(test_cuda_pdl_option);
     RUN(test_cuda_pdl_pre_hopper);
     RUN(test_cuda_pdl_same_bits_bert);
     RUN(test_cuda_pdl_same_bits_funnel);
