@@ -243,12 +243,38 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
     return FT_OK;
 }
 
+/* Bytes spanned by `batch` row-major matrices of `rows` rows of `cols`
+ * elements, row stride ld, batch stride sb. */
+static size_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t sb, size_t es) {
+    int64_t last = (rows - 1) * ld + cols + (batch > 1 ? (batch - 1) * sb : 0);
+    return (size_t)(last > 0 ? last : 0) * es;
+}
+
+/* What the autotuner needs of the call: cublasLtMatmul's operands and extents. */
+static ft_gemm_tune_call tune_call(const ft_gemm_desc *g, float alpha, float beta) {
+    size_t es = ft_dtype_size(g->dtype);
+    ft_gemm_tune_call c;
+    memset(&c, 0, sizeof c);
+    c.lt_a = g->b;
+    c.lt_b = g->a;
+    c.c_in = g->residual;
+    c.d = g->c;
+    c.bias = g->bias;
+    c.bytes_a = extent(g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch, g->stride_b, es);
+    c.bytes_b = extent(g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch, g->stride_a, es);
+    c.bytes_c = extent(g->m, g->n, g->ldc, g->batch, g->stride_c, es);
+    c.bytes_bias = g->bias ? (size_t)g->n * es : 0;
+    c.alpha = alpha;
+    c.beta = beta;
+    return c;
+}
+
 /* The cached plan for key k (built on a miss). NULL with *st = FT_ERR_UNSUPPORTED
  * (nothing recorded) when cuBLASLt has no algorithm at all, so the caller can
  * take the cuBLAS path; that answer is cached too, as a heuristic query costs
  * more than the GEMM at small sizes. NULL with the error recorded on a real failure. */
 static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k, const void *bias,
-                              const ft_gemm_tune_call *call, ft_status *st) {
+                              const ft_gemm_desc *g, float alpha, float beta, ft_status *st) {
     uint64_t h = key_hash(k);
     int home = (int)(h & (FT_GEMM_CACHE_SLOTS - 1)), slot = -1;
     *st = FT_OK;
@@ -277,7 +303,7 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
         p->epi_fallback = 1;
     }
     if (*st == FT_OK) {
-        ft_gemm_tune_call c = *call;
+        ft_gemm_tune_call c = tune_call(g, alpha, beta); /* on a miss only: off the hot path */
         p->key = *k; /* the tuner's process-wide choices are keyed by it */
         if (p->epi_fallback) c.bias = NULL, c.bytes_bias = 0;
         *st = ft_cuda_gemm_choose(ctx, s, p, cand, n_cand, &c);
@@ -293,32 +319,6 @@ static ft_gemm_plan *plan_get(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *
     p->key = *k;
     p->used = 1;
     return p;
-}
-
-/* Bytes spanned by `batch` row-major matrices of `rows` rows of `cols`
- * elements, row stride ld, batch stride sb. */
-static size_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t sb, size_t es) {
-    int64_t last = (rows - 1) * ld + cols + (batch > 1 ? (batch - 1) * sb : 0);
-    return (size_t)(last > 0 ? last : 0) * es;
-}
-
-/* What the autotuner needs of the call: cublasLtMatmul's operands and extents. */
-static ft_gemm_tune_call tune_call(const ft_gemm_desc *g, float alpha, float beta) {
-    size_t es = ft_dtype_size(g->dtype);
-    ft_gemm_tune_call c;
-    memset(&c, 0, sizeof c);
-    c.lt_a = g->b;
-    c.lt_b = g->a;
-    c.c_in = g->residual;
-    c.d = g->c;
-    c.bias = g->bias;
-    c.bytes_a = extent(g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch, g->stride_b, es);
-    c.bytes_b = extent(g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch, g->stride_a, es);
-    c.bytes_c = extent(g->m, g->n, g->ldc, g->batch, g->stride_c, es);
-    c.bytes_bias = g->bias ? (size_t)g->n * es : 0;
-    c.alpha = alpha;
-    c.beta = beta;
-    return c;
 }
 
 /* The plain-cuBLAS path for what cuBLASLt has no algorithm for (odd
@@ -394,9 +394,8 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
 
     float alpha = g->alpha, beta = g->residual ? 1.0f : 0.0f;
     const void *cptr = g->residual ? g->residual : g->c;
-    ft_gemm_tune_call call = tune_call(g, alpha, beta);
     ft_status st = FT_OK;
-    ft_gemm_plan *p = plan_get(ctx, s, &k, g->bias, &call, &st);
+    ft_gemm_plan *p = plan_get(ctx, s, &k, g->bias, g, alpha, beta, &st);
     if (!p) return st == FT_ERR_UNSUPPORTED ? gemm_cublas(ctx, s, g) : st;
 
     const void *bias_ptr = g->bias;
