@@ -95,6 +95,13 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     *out = NULL;
     ft_ctx_options o = opt ? *opt : ft_ctx_options_default();
     if (o.device != FT_DEVICE_CPU && o.device != FT_DEVICE_CUDA) return FT_ERR_INVALID_ARG;
+    if (o.pdl < FT_OPT_OFF || o.pdl > FT_OPT_ON || o.gemm_autotune < FT_OPT_OFF ||
+        o.gemm_autotune > FT_OPT_ON) {
+        if (o.errbuf && o.errbuf_size)
+            snprintf(o.errbuf, o.errbuf_size, "ft_ctx_options: pdl %d, gemm_autotune %d: each must be "
+                     "FT_OPT_OFF (-1), FT_OPT_DEFAULT (0) or FT_OPT_ON (1)", o.pdl, o.gemm_autotune);
+        return FT_ERR_INVALID_ARG;
+    }
     ft_ctx *ctx = (ft_ctx *)calloc(1, sizeof *ctx);
     if (!ctx) return FT_ERR_OOM;
     ctx->device = o.device;

@@ -123,6 +123,26 @@ static void test_cuda_pdl_disabled_by_env(void) {
     ft_ctx_free(c);
 }
 
+/* A value outside FT_OPT_OFF..FT_OPT_ON is refused with a message, on any device. */
+static void test_bad_launch_options(void) {
+    char err[256] = "";
+    ft_ctx_options o = ft_ctx_options_default();
+    o.errbuf = err;
+    o.errbuf_size = sizeof err;
+    o.pdl = 2;
+    ft_ctx *c = NULL;
+    ft_status st = ft_ctx_create_ex(&o, &c);
+    CHECK(st == FT_ERR_INVALID_ARG && !c && strstr(err, "pdl 2"), "pdl = 2: %s '%s'", ft_status_str(st),
+          err);
+    o.pdl = FT_OPT_DEFAULT;
+    o.gemm_autotune = -7;
+    err[0] = 0;
+    st = ft_ctx_create_ex(&o, &c);
+    CHECK(st == FT_ERR_INVALID_ARG && !c && strstr(err, "gemm_autotune -7"), "gemm_autotune = -7: %s '%s'",
+          ft_status_str(st), err);
+    ft_ctx_free(c);
+}
+
 /* ft_ctx_options.pdl overrides the environment both ways. */
 static void test_cuda_pdl_option(void) {
     if (!ft_cuda_device_count()) {
@@ -259,6 +279,7 @@ static void test_cuda_pdl_unbuilt(void) { SKIP("built without CUDA"); }
 
 int main(void) {
     RUN(test_pdl_overlap_counted_once);
+    RUN(test_bad_launch_options);
 #ifdef FT_WITH_CUDA
     RUN(test_cuda_pdl_default);
     RUN(test_cuda_pdl_disabled_by_env);
