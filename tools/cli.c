@@ -6,25 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
-
-const char *ft_cli_usage_text =
-    "usage:\n"
-    "  ftengine run MODEL --inputs IN.safetensors --out OUT.safetensors\n"
-    "               [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--hidden-states] [--profile] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
-    "  ftengine info MODEL [--batch B] [--seq S]\n"
-    "  ftengine bench MODEL [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--batch B] [--seq S] [--warmup N] [--iters N] [--protocol paper|sync]\n"
-    "               [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
-    "  ftengine sweep MODEL [--device cpu|cuda] [--dtype fp32|fp16|bf16] [--modes eager,graph,static]\n"
-    "               [--batches 1,2,4,...] [--seq S] [--protocol paper|sync] [--warmup N] [--iters N]\n"
-    "               [--overhead] [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--csv FILE.csv]\n"
-    "  ftengine plan MODEL [--device cpu|cuda] [--mode graph|static] [--dtype fp32|fp16|bf16]\n"
-    "               [--batch B] [--seq S]\n"
-    "  ftengine version\n"
-    "MODEL is a directory holding config.json and model.safetensors, or a preset name\n"
-    "(ftengine info --presets lists them).\n";
 
 int usage(const char *fmt, ...) {
     if (fmt) {
@@ -35,7 +18,7 @@ int usage(const char *fmt, ...) {
         fprintf(stderr, "\n");
         va_end(ap);
     }
-    fputs(ft_cli_usage_text, stderr);
+    ft_cli_print_usage_line(stderr); /* the command's own line (tools/help.c) */
     return 2;
 }
 
@@ -162,12 +145,27 @@ ft_model *load(ft_ctx *ctx, const args *a, int *rc) {
     opt.mode = a->mode;
     opt.dtype = a->dtype;
     opt.output_hidden_states = a->hidden_states;
+    opt.weights = a->weights;
     ft_model *m = NULL;
     if (ft_model_load(ctx, a->model, &opt, &m) != FT_OK) {
-        *rc = fail("%s", ft_ctx_errmsg(ctx));
+        char near[1100];
+        struct stat st;
+        if (stat(a->model, &st) != 0 && ft_cli_suggest_model(a->model, near, sizeof near))
+            *rc = fail("%s: did you mean %s?", ft_ctx_errmsg(ctx), near);
+        else
+            *rc = fail("%s", ft_ctx_errmsg(ctx));
         return NULL;
     }
     return m;
+}
+
+long long input_length(const ft_host_tensor *in, int n_in, const char **unit) {
+    *unit = "length";
+    if (n_in < 1 || in[0].ndim < 2) return 0;
+    /* [batch, tokens], [batch, samples], [batch, channels, height, width]: the last dim */
+    const char *n = in[0].name ? in[0].name : "";
+    *unit = !strcmp(n, "pixel_values") ? "image side" : !strcmp(n, "input_values") ? "samples" : "tokens";
+    return (long long)in[0].shape[in[0].ndim - 1];
 }
 
 static int cmp_double(const void *x, const void *y) {

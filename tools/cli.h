@@ -25,11 +25,24 @@ typedef struct args {
     int paper;               /* timing protocol: 1 the paper's (back to back, mean), 0 synchronized */
     int overhead;            /* sweep: a profiled pass per point for the framework overhead */
     size_t mem_limit;        /* --mem-limit: the context's allocator cap in bytes (0: none) */
+    ft_weights weights;      /* load(): FT_WEIGHTS_NONE describes the model only (info) */
 } args;
 
-extern const char *ft_cli_usage_text;
+/* tools/help.c: the command and option tables behind --help and usage errors. */
+/* Checks argv (after the command name) against the command's options, splits
+ * --flag=value, prints --help; returns 0 (argc/argv replaced), -1 after --help
+ * (exit 0), or the usage exit code. */
+int ft_cli_prepare(const char *cmd, int *argc, char ***argv);
+/* `ftengine help [COMMAND]`: prints to stdout; returns the exit code. */
+int ft_cli_help(int argc, char **argv);
+void ft_cli_print_usage_all(FILE *f);
+/* The current command's usage line (every command's before one is known). */
+void ft_cli_print_usage_line(FILE *f);
+/* A preset or sibling directory name close to path: 1 and the name in buf, or 0. */
+int ft_cli_suggest_model(const char *path, char *buf, size_t size);
+int ft_cli_edit_distance(const char *a, const char *b);
 
-/* Prints the message (if any) and the usage text to stderr; returns 2. */
+/* Prints the message (if any) and the command's usage line to stderr; returns 2. */
 int usage(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
@@ -47,6 +60,9 @@ double now_ms(void);
 /* Creates the context; the error (no CUDA backend, no device) becomes one line. */
 ft_ctx *make_ctx(const args *a, ft_device dev, int *rc);
 ft_model *load(ft_ctx *ctx, const args *a, int *rc);
+/* The input size that ft_model_example_inputs' `length` names, read back from the
+ * inputs it made: tokens (text), image side (vision), samples (speech); *unit says which. */
+long long input_length(const ft_host_tensor *in, int n_in, const char **unit);
 
 /* Latency of m on `in`, after one untimed first forward (whose time goes to *first_ms)
  * and `warmup` more. Synchronized protocol (paper = 0): each of `iters` forwards is

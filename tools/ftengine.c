@@ -284,18 +284,26 @@ static int cmd_info(int argc, char **argv) {
     if (!a.model) return usage("info needs a MODEL");
     ft_ctx *ctx = make_ctx(&a, FT_DEVICE_CPU, &rc);
     if (!ctx) return rc;
+    a.weights = FT_WEIGHTS_NONE; /* the config and shapes tell all info prints */
     ft_model *m = load(ctx, &a, &rc);
     if (m) {
         int64_t macs = 0;
         if (ft_model_macs(m, a.batch, a.seq, &macs) != FT_OK) {
             rc = fail("%s", ft_ctx_errmsg(ctx));
         } else {
+            /* the length the MACs were counted at, the architecture's default when no --seq */
+            ft_host_tensor in[8];
+            int n_in = 0;
+            void *owned = NULL;
+            const char *unit = "length";
+            long long len = a.seq;
+            if (ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, &owned) == FT_OK)
+                len = input_length(in, n_in, &unit);
+            free(owned);
             printf("architecture: %s\n", ft_model_arch(m));
             printf("parameters: %lld\n", (long long)ft_model_param_count(m));
-            if (a.seq)
-                printf("macs: %lld (batch %lld, length %lld)\n", (long long)macs, a.batch, a.seq);
-            else
-                printf("macs: %lld (batch %lld, default length)\n", (long long)macs, a.batch);
+            printf("macs: %lld (batch %lld, length %lld (%s)%s)\n", (long long)macs, a.batch, len, unit,
+                   a.seq ? "" : ", the default");
         }
     }
     ft_model_free(m);
@@ -346,9 +354,11 @@ static int cmd_bench(int argc, char **argv) {
     if ((rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean)))
         goto done;
     ft_mem_stats ms = ft_ctx_mem_stats(ctx);
-    printf("model: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld\n", a.model,
+    const char *unit;
+    long long len = input_length(in, n_in, &unit);
+    printf("model: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld (%s)\n", a.model,
            ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
-           a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0]);
+           a.batch, len, unit);
     printf("device: %s\n", ft_ctx_device_label(ctx));
     if (a.paper)
         printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
@@ -430,7 +440,10 @@ static int cmd_plan(int argc, char **argv) {
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     if (!a.model) return usage("plan needs a MODEL");
-    if (a.mode == FT_MODE_EAGER) a.mode = FT_MODE_GRAPH; /* eager has no plan */
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--mode") && !strcmp(argv[i + 1], "eager"))
+            return usage("eager mode has no plan: --mode graph or static");
+    if (a.mode == FT_MODE_EAGER) a.mode = FT_MODE_GRAPH; /* the default */
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_model *m = load(ctx, &a, &rc);
@@ -444,9 +457,11 @@ static int cmd_plan(int argc, char **argv) {
         goto done;
     }
     int n = ft_model_plan_length(m);
-    printf("plan: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld: %d steps\n", a.model,
-           ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
-           a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0], n);
+    const char *unit;
+    long long len = input_length(in, n_in, &unit);
+    printf("plan: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld (%s): %d steps\n",
+           a.model, ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode),
+           ft_dtype_name(a.dtype), a.batch, len, unit, n);
     printf("%5s  %-14s %-20s %-5s %12s %12s %-3s %-14s %5s  %s\n", "step", "op", "output", "dtype",
            "arena offset", "bytes", "out", "sources", "nodes", "fused in");
     for (int i = 0; i < n; i++) {
@@ -492,15 +507,20 @@ static int cmd_version(void) {
 int main(int argc, char **argv) {
     if (argc < 2) return usage(NULL);
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return cmd_version();
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        fputs(ft_cli_usage_text, stdout);
-        return 0;
-    }
-    return usage("unknown command '%s'", cmd);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+        return ft_cli_help(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version")) cmd = "version";
+    /* the command's own options only, --flag=value split, --help answered (tools/help.c) */
+    int n = argc - 2;
+    char **v = argv + 2;
+    int rc = ft_cli_prepare(cmd, &n, &v);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!strcmp(cmd, "run")) rc = cmd_run(n, v);
+    else if (!strcmp(cmd, "info")) rc = cmd_info(n, v);
+    else if (!strcmp(cmd, "bench")) rc = cmd_bench(n, v);
+    else if (!strcmp(cmd, "sweep")) rc = cmd_sweep(n, v);
+    else if (!strcmp(cmd, "plan")) rc = cmd_plan(n, v);
+    else rc = cmd_version();
+    free(v);
+    return rc;
 }
