@@ -386,11 +386,23 @@ ft_tensor *ft_weight_norm(ft_ctx *ctx, ft_tensor *g, ft_tensor *v, int dim);
 
 typedef struct ft_model ft_model;
 
+/**
+ * What ft_model_load does with the weights. FT_WEIGHTS_NONE describes the model
+ * without its weights: the config is read (and a checkpoint's tensor index, every
+ * shape checked against it) but no weight is allocated, read or initialised, so
+ * describing bert-large costs kilobytes and milliseconds (`ftengine info`).
+ * ft_model_arch, ft_model_param_count, ft_model_macs and ft_model_example_inputs
+ * work on such a model; ft_model_forward refuses it (FT_ERR_UNSUPPORTED). It
+ * implies eager mode.
+ */
+typedef enum ft_weights { FT_WEIGHTS_LOAD = 0, FT_WEIGHTS_NONE = 1 } ft_weights;
+
 typedef struct ft_model_options {
     ft_mode mode;             /* FT_MODE_EAGER */
     ft_dtype dtype;           /* compute/storage dtype of weights and activations: F32 */
     int output_hidden_states; /* also return hidden_states.N */
     uint64_t seed;            /* random initialisation of presets */
+    ft_weights weights;       /* FT_WEIGHTS_LOAD; FT_WEIGHTS_NONE: shapes only (see above) */
 } ft_model_options;
 
 ft_model_options ft_model_options_default(void);

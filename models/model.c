@@ -239,6 +239,9 @@ ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inpu
     ft_ctx *ctx = m->ctx;
     if (ctx->status != FT_OK) return ctx->status;
     release_outputs(m);
+    if (m->opt.weights == FT_WEIGHTS_NONE)
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s was loaded without weights (FT_WEIGHTS_NONE): "
+                                 "it describes the model but cannot run it", m->source);
     ft_status st = check_inputs(m, inputs, n_inputs);
     if (st != FT_OK) return st;
     if (m->opt.mode == FT_MODE_EAGER) return forward_eager(m);
@@ -362,6 +365,9 @@ ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *o
                             ft_dtype_name(o.dtype));
     if ((unsigned)o.mode > FT_MODE_STATIC)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid mode %d", (int)o.mode);
+    if ((unsigned)o.weights > FT_WEIGHTS_NONE)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid weights option %d", (int)o.weights);
+    if (o.weights == FT_WEIGHTS_NONE) o.mode = FT_MODE_EAGER; /* no plan without weights */
 
     ft_model *m = (ft_model *)calloc(1, sizeof *m);
     if (!m) return ft_set_error(ctx, FT_ERR_OOM, "out of host memory");
