@@ -152,6 +152,12 @@ $(BUILD)/tests/%: tests/%.c tests/ft_test.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
+# test_usability also unit-tests the tool's own code: every tools/*.c but main's
+TOOL_LIB_SRCS := $(filter-out tools/ftengine.c,$(TOOL_SRCS))
+$(BUILD)/tests/test_usability: tests/test_usability.c tests/ft_test.h tools/cli.h $(TOOL_LIB_SRCS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests -Itools $(CFLAGS) -o $@ $< $(TOOL_LIB_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
 # examples link the way a user's program would: only the public header
 $(BUILD)/examples/%: examples/%.c $(LIB_A)
 	@mkdir -p $(dir $@)

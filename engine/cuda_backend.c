@@ -256,15 +256,34 @@ static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
     return FT_OK;
 }
 
+void ft_cuda_no_device_message(int err, int driver_version, char *buf, size_t size) {
+    cudaError_t e = (cudaError_t)err;
+    int rt = CUDART_VERSION;
+    if (driver_version <= 0)
+        snprintf(buf, size, "no NVIDIA driver found (libcuda.so.1 is not installed or not loadable; "
+                            "cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(buf, size, "the NVIDIA driver supports CUDA %d.%d, older than this build's runtime "
+                            "(CUDA %d.%d): update the driver",
+                 driver_version / 1000, (driver_version % 1000) / 10, rt / 1000, (rt % 1000) / 10);
+    else if (e == cudaErrorNoDevice || e == cudaSuccess)
+        snprintf(buf, size, "no CUDA device found (NVIDIA driver for CUDA %d.%d present)",
+                 driver_version / 1000, (driver_version % 1000) / 10);
+    else
+        snprintf(buf, size, "no usable CUDA device: cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
+}
+
 ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess || n <= 0) {
         (void)cudaGetLastError();
-        return ft_set_error(ctx, FT_ERR_CUDA, "no usable CUDA device: cudaGetDeviceCount failed: %s",
-                            cudaGetErrorString(e));
+        int drv = 0;
+        if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0; /* 0 as well when no driver is installed */
+        char why[256];
+        ft_cuda_no_device_message((int)e, drv, why, sizeof why);
+        return ft_set_error(ctx, FT_ERR_CUDA, "%s", why);
     }
-    if (n <= 0) return ft_set_error(ctx, FT_ERR_CUDA, "no CUDA device found");
     if (ctx->device_index < 0 || ctx->device_index >= n)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG,
                             "CUDA device index %d out of range (%d device%s visible)",

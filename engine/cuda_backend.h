@@ -33,6 +33,11 @@ void ft_cuda_device_label(const ft_ctx *ctx, char *buf, size_t size);
 /* The context's GEMM plan counters (ft_ctx_gemm_stats). */
 void ft_cuda_gemm_stats(const ft_ctx *ctx, ft_gemm_stats *out);
 int ft_cuda_build_version(void);  /* CUDART_VERSION */
+/* Why no CUDA device can be used, from cudaGetDeviceCount's error `err` (a
+ * cudaError_t) and cudaDriverGetVersion's answer (0: no driver installed). With no
+ * driver at all the runtime says "driver version is insufficient", which sends a
+ * user to update a driver they do not have: this says "no NVIDIA driver found". */
+void ft_cuda_no_device_message(int err, int driver_version, char *buf, size_t size);
 int ft_cupti_linked_version(void); /* cuptiGetVersion, 0 if unavailable */
 
 #ifdef __cplusplus

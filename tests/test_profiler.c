@@ -648,7 +648,9 @@ static void test_cli(void) {
     rc = run_cli(args, "run");
     CHECK(rc == 0 && access(trace, F_OK) == 0, "run --trace exited %d, trace %s", rc,
           access(trace, F_OK) == 0 ? "written" : "missing");
-    CHECK(file_has("run.err", "profile: "), "run --phases printed nothing on stderr");
+    /* reports on stdout, like bench's (docs/instrumentation.md) */
+    CHECK(file_has("run.out", "profile: ") && !file_has("run.err", "profile: "),
+          "run --phases did not print its report on stdout (and only there)");
     /* usage errors exit 2; an unwritable trace is one error line and exit 1 */
     snprintf(args, sizeof args, "bench '%s' --op-cost-us -3", golden);
     CHECK(run_cli(args, "u1") == 2, "--op-cost-us -3 should be a usage error");

@@ -204,3 +204,23 @@ int time_forwards(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, 
     *mean_ms = sum / iters;
     return rc;
 }
+
+/* ---- how much a measurement can be trusted (bench) ---- */
+
+int ft_cli_noise_warning(double median_ms, double p90_ms, char *buf, size_t size) {
+    if (!(median_ms > 0) || !(p90_ms > FT_CLI_NOISY_P90 * median_ms)) return 0;
+    snprintf(buf, size, "p90 %.4f ms is %.1fx the median %.4f ms: the host is noisy (other load, or "
+                        "OpenMP threads competing for cores); try --threads 1 or OMP_NUM_THREADS=1, "
+                        "or a quieter host",
+             p90_ms, p90_ms / median_ms, median_ms);
+    return 1;
+}
+
+void ft_cli_observer_cost(double profiled_ms, double plain_ms, char *buf, size_t size) {
+    double d = profiled_ms - plain_ms;
+    if (d >= 0 && plain_ms > 0)
+        snprintf(buf, size, "observer cost %.4f ms (%.1f%%)", d, 100.0 * d / plain_ms);
+    else /* noise larger than the profiler's own cost: a percentage would mislead */
+        snprintf(buf, size, "observer cost not measurable: the profiled pass ran %.4f ms faster, "
+                            "run-to-run noise exceeds the profiler's cost on this host", -d);
+}

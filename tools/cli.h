@@ -73,6 +73,13 @@ long long input_length(const ft_host_tensor *in, int n_in, const char **unit);
 int time_forwards(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, int warmup,
                   int iters, int paper, double *times, double *first_ms, double *mean_ms);
 
+/* bench's trust in its numbers: p90 above FT_CLI_NOISY_P90 x the median is a noisy
+ * host; returns 1 and a one-line warning in buf. */
+#define FT_CLI_NOISY_P90 1.5
+int ft_cli_noise_warning(double median_ms, double p90_ms, char *buf, size_t size);
+/* "observer cost X ms (Y%)", or a caveat instead of a negative cost. */
+void ft_cli_observer_cost(double profiled_ms, double plain_ms, char *buf, size_t size);
+
 /* The commands living outside tools/ftengine.c. */
 int cmd_sweep(int argc, char **argv);
 

@@ -253,15 +253,16 @@ static int cmd_run(int argc, char **argv) {
     }
     rc = write_outputs(ctx, m, a.out);
     if (!rc && prof) rc = write_profile(ctx, prof, &a);
-    if (!rc && a.phases) print_phases(stderr, prof, 1);
+    /* reports go to stdout, as bench's do; stderr carries errors and warnings only */
+    if (!rc && a.phases) print_phases(stdout, prof, 1);
     if (!rc && a.profile) {
-        fprintf(stderr, "profile: %s %s %s on %s (%s): forward %.3f ms (first call, includes planning)\n",
+        printf("profile: %s %s %s on %s (%s): forward %.3f ms (first call, includes planning)\n",
                 ft_model_arch(m), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
                 ft_device_name(a.device), ft_ctx_device_label(ctx), t1 - t0);
         ft_mem_stats ms = ft_ctx_mem_stats(ctx);
-        fprintf(stderr, "profile: memory allocated %zu B, reserved %zu B, peak %zu B, %llu system allocations\n",
-                ms.allocated, ms.reserved, ms.peak_allocated, (unsigned long long)ms.n_sys_alloc);
-        print_graph_stats(stderr, "profile: ", m);
+        printf("profile: memory allocated %zu B, reserved %zu B, peak %zu B, %llu system allocations\n",
+               ms.allocated, ms.reserved, ms.peak_allocated, (unsigned long long)ms.n_sys_alloc);
+        print_graph_stats(stdout, "profile: ", m);
     }
 done:
     ft_profiler_free(prof);
@@ -367,6 +368,9 @@ static int cmd_bench(int argc, char **argv) {
         printf("latency ms: median %.4f  mean %.4f  min %.4f  p90 %.4f  (first call %.3f, %d iters, %d warmup)\n",
                times[a.iters / 2], mean, times[0], times[(int)(a.iters * 0.9)], first, a.iters,
                a.warmup);
+    char warn[512];
+    if (!a.paper && ft_cli_noise_warning(times[a.iters / 2], times[(int)(a.iters * 0.9)], warn, sizeof warn))
+        fprintf(stderr, "ftengine: warning: %s\n", warn);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
     if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
@@ -399,9 +403,10 @@ static int cmd_bench(int argc, char **argv) {
             goto done;
         }
         double traced = (now_ms() - s) / a.iters, plain = mean;
-        printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: observer cost "
-               "%.4f ms (%.1f%%)\n",
-               traced, plain, traced - plain, plain > 0 ? 100.0 * (traced - plain) / plain : 0.0);
+        char cost[256];
+        ft_cli_observer_cost(traced, plain, cost, sizeof cost);
+        printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: %s\n", traced,
+               plain, cost);
         if (a.phases) print_phases(stdout, prof, a.iters);
         rc = write_profile(ctx, prof, &a);
     }
