@@ -8,9 +8,11 @@
 #   make CUDA=0 ...      force a CPU-only build
 #   make gpu-check       on a GPU machine: build for the local GPU, run everything,
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
-#   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16]
+#   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16 ARGS="--iters 50"]
+#                        (defaults: DEVICE cuda if a GPU answers nvidia-smi, else cpu; DTYPE fp32)
 #   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
-#   make install PREFIX=/usr/local
+#   make examples        the programs in examples/
+#   make install PREFIX=/usr/local   (header, libraries, tool, ftengine.pc)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -122,7 +124,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint
+.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint examples
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -170,8 +172,14 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 # the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
 test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
-test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
-	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+examples: $(EXAMPLE_BINS)
+	@echo "ftengine: built $(EXAMPLE_BINS)"
+
+# shell tests (tests/test_*.sh): the installed library through pkg-config, the docs' commands
+TEST_SCRIPTS := $(wildcard tests/test_*.sh)
+
+test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
+	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(TEST_SCRIPTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)
@@ -187,13 +195,18 @@ DEVICE ?= $(if $(NVCC),$(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || ech
 BATCH  ?= 1
 SEQ    ?=
 DTYPE  ?= fp32
+ARGS   ?=
+# one line before a run that quietly fell back to the CPU
+DEVICE_NOTE = $(if $(and $(filter file,$(origin DEVICE)),$(filter cpu,$(DEVICE))),@echo "ftengine: running on the CPU in $(DTYPE): $(if $(NVCC),no GPU answered nvidia-smi,no CUDA build (nvcc not found or CUDA=0)); DEVICE=cuda to insist",@true)
 bench: all
-	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) $(if $(SEQ),--seq $(SEQ)) --dtype $(DTYPE)
+	$(DEVICE_NOTE)
+	$(TOOL) bench $(MODEL) --device $(DEVICE) --mode $(MODE) --batch $(BATCH) $(if $(SEQ),--seq $(SEQ)) --dtype $(DTYPE) $(ARGS)
 
 # the framework-tax curve: every mode at batch 1..128, the paper's timing protocol
 sweep: all
+	$(DEVICE_NOTE)
 	$(TOOL) sweep $(MODEL) --device $(DEVICE) --dtype $(DTYPE) $(if $(SEQ),--seq $(SEQ)) --protocol paper --overhead \
-	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV))
+	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV)) $(ARGS)
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
 KBENCH := $(BUILD)/bench/kernels/kernel_bench
@@ -213,6 +226,7 @@ install: all
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' \
 	    -e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|g' ftengine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftengine.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftengine.pc
 	@echo "ftengine: installed into $(DESTDIR)$(PREFIX)"
 
 lint:

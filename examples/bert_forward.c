@@ -4,6 +4,9 @@
  * read the output back and time a few forwards. Uses only ftengine.h.
  *
  *   build/examples/bert_forward [MODEL_DIR_OR_PRESET] [cpu|cuda]
+ *
+ * Without a model it takes $FT_GOLDEN_DIR/bert, else tests/golden/bert when run
+ * from the repository root, else the bert-tiny preset: it works from any directory.
  */
 #include <ftengine.h>
 
@@ -18,12 +21,30 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
+/* The small golden BERT where it can be found, else a preset that needs no file. */
+static const char *default_model(char *buf, size_t size) {
+    const char *dir = getenv("FT_GOLDEN_DIR");
+    snprintf(buf, size, "%s/bert/config.json", dir && *dir ? dir : "tests/golden");
+    FILE *f = fopen(buf, "r");
+    if (!f) return "bert-tiny";
+    fclose(f);
+    buf[strlen(buf) - strlen("/config.json")] = '\0';
+    return buf;
+}
+
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : "tests/golden/bert";
+    char found[1024];
+    const char *path = argc > 1 ? argv[1] : default_model(found, sizeof found);
     ft_device dev = argc > 2 && !strcmp(argv[2], "cuda") ? FT_DEVICE_CUDA : FT_DEVICE_CPU;
     ft_ctx *ctx = NULL;
-    if (ft_ctx_create(dev, &ctx) != FT_OK) {
-        fprintf(stderr, "bert_forward: cannot create a %s context\n", ft_device_name(dev));
+    char why[512] = "";
+    ft_ctx_options co = ft_ctx_options_default();
+    co.device = dev;
+    co.errbuf = why; /* the reason, since there is no context to ask */
+    co.errbuf_size = sizeof why;
+    if (ft_ctx_create_ex(&co, &ctx) != FT_OK) {
+        fprintf(stderr, "bert_forward: cannot create a %s context: %s\n", ft_device_name(dev),
+                why[0] ? why : "unknown reason");
         return 1;
     }
     ft_model *model = NULL;

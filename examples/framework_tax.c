@@ -7,6 +7,9 @@
  *
  *   build/examples/framework_tax [MODEL_DIR_OR_PRESET] [cpu|cuda] [batch]
  *
+ * Without a model it takes $FT_GOLDEN_DIR/bert, else tests/golden/bert when run
+ * from the repository root, else the bert-tiny preset: it works from any directory.
+ *
  * On the CPU device the "device" is the CPU itself, so busy time is the time
  * spent inside kernels; on CUDA with CUPTI it is the union of GPU kernel time.
  */
@@ -41,14 +44,32 @@ static int measure(ft_ctx *ctx, ft_profiler *prof, ft_model *m, const ft_host_te
     return 0;
 }
 
+/* The small golden BERT where it can be found, else a preset that needs no file. */
+static const char *default_model(char *buf, size_t size) {
+    const char *dir = getenv("FT_GOLDEN_DIR");
+    snprintf(buf, size, "%s/bert/config.json", dir && *dir ? dir : "tests/golden");
+    FILE *f = fopen(buf, "r");
+    if (!f) return "bert-tiny";
+    fclose(f);
+    buf[strlen(buf) - strlen("/config.json")] = '\0';
+    return buf;
+}
+
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : "tests/golden/bert";
+    char found[1024];
+    const char *path = argc > 1 ? argv[1] : default_model(found, sizeof found);
     ft_device dev = argc > 2 && !strcmp(argv[2], "cuda") ? FT_DEVICE_CUDA : FT_DEVICE_CPU;
     int64_t batch = argc > 3 ? atoll(argv[3]) : 1;
     ft_ctx *ctx = NULL;
     ft_profiler *prof = NULL;
-    if (ft_ctx_create(dev, &ctx) != FT_OK) {
-        fprintf(stderr, "framework_tax: cannot create a %s context\n", ft_device_name(dev));
+    char why[512] = "";
+    ft_ctx_options co = ft_ctx_options_default();
+    co.device = dev;
+    co.errbuf = why; /* the reason, since there is no context to ask */
+    co.errbuf_size = sizeof why;
+    if (ft_ctx_create_ex(&co, &ctx) != FT_OK) {
+        fprintf(stderr, "framework_tax: cannot create a %s context: %s\n", ft_device_name(dev),
+                why[0] ? why : "unknown reason");
         return 1;
     }
     /* the profiler first: on CUDA, CUPTI wants to be on before kernels are loaded */
