@@ -7,8 +7,9 @@
 #   - only ```sh / ```bash / ```shell blocks are commands; ```text, ```console,
 #     ```c ... are not run. A line ending in "\" continues on the next.
 #   - a command whose comment says "needs a GPU" is skipped (run with
-#     FT_DOCS_GPU=1 on a GPU machine); one whose comment starts "# long" is
-#     skipped with its reason (minutes of work that other tests cover).
+#     FT_DOCS_GPU=1 on a GPU machine); "needs the CUDA toolkit" is skipped in a
+#     CPU-only build; one whose comment starts "# long" is skipped with its
+#     reason (minutes of work that other tests cover).
 #   - small settings: `ftengine bench|sweep` get --iters 2 --warmup 0 (sweep
 #     also --batches 1,2) inserted before the doc's own options, which win;
 #     `make bench|sweep` get the same through ARGS=. OMP_NUM_THREADS=1 unless set.
@@ -54,6 +55,10 @@ while IFS="	" read -r where cmd; do
     *"needs a GPU"*)
         if [ "${FT_DOCS_GPU:-0}" != 1 ]; then
             echo "  SKIP $where: needs a GPU: $cmd"; skip=$((skip + 1)); continue
+        fi ;;
+    *"needs the CUDA toolkit"*)
+        if ! "$B/ftengine" version | grep -q '^cuda: yes'; then
+            echo "  SKIP $where: a CPU-only build: $cmd"; skip=$((skip + 1)); continue
         fi ;;
     long*)
         echo "  SKIP $where: $comment"; skip=$((skip + 1)); continue ;;
