@@ -13,7 +13,10 @@
  *   ftengine sweep MODEL ...   (tools/sweep.c)
  *   ftengine version
  *
- * The usage text and option parsing shared by the commands are in tools/cli.c.
+ * Which options each command takes, their defaults and the --help texts are the
+ * tables of tools/help.c (main() checks argv against them before a command runs);
+ * option parsing shared by the commands is in tools/cli.c. Reports go to stdout,
+ * errors and warnings to stderr.
  * --trace / --csv / --phases profile with ft_profiler (docs/instrumentation.md):
  * `run` profiles its one forward, `bench` a second pass of --iters forwards
  * after the timed (unprofiled) ones, so the headline latency carries no
