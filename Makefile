@@ -165,6 +165,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
 test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+	$(PTXAS_CHECK)
 	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
@@ -209,8 +210,13 @@ install: all
 	    -e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|g' ftengine.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftengine.pc
 	@echo "ftengine: installed into $(DESTDIR)$(PREFIX)"
 
+# style checks, then the kernels' resources from ptxas on sm_90 (no spills, no stack
+# frames outside the allowlist, registers and shared memory within the launch
+# configuration; cached in $(BUILD)/ptxas/ by a hash of the sources): tests/ptxas_check.sh
+PTXAS_CHECK = @NVCC='$(NVCC)' FT_BUILD=$(BUILD) sh tests/ptxas_check.sh
 lint:
 	@sh tests/lint.sh
+	$(PTXAS_CHECK)
 
 clean:
 	rm -rf $(BUILD)

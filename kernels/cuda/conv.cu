@@ -84,7 +84,8 @@ __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_con
 template <typename T, typename I>
 __global__ void ft_k_conv_epilogue(T *__restrict__ y, int64_t n, int64_t cout, int64_t plane,
                                    const T *__restrict__ bias, int64_t bstride,
-                                   const T *__restrict__ res, ft_nd<1> rd, int act) {
+                                   const T *__restrict__ res,
+                                   const __grid_constant__ ft_nd<1> rd, int act) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
