@@ -15,7 +15,9 @@
 # The report is cached under $FT_BUILD/ptxas/ (default build/) by a hash of
 # the kernel sources, the engine headers, this script and the nvcc version, so
 # `make lint` recompiles only after a change. Without nvcc it says so and
-# passes (and so with NVCC set empty, a CPU-only build). `--table FILE` also writes the per-kernel table (docs/kernels.md).
+# passes (and so with NVCC set empty, a CPU-only build). Before the real report,
+# the parser is run on a made-up one where each rule must fire (FT_PTXAS_REPORT
+# names a report to check instead of compiling). `--table FILE` also writes the per-kernel table (docs/kernels.md).
 set -u
 table=
 [ "${1:-}" = --table ] && table=${2:?--table needs a file}
@@ -51,6 +53,48 @@ ver=$("$nvcc" --version | tail -n 1)
 key=$( { echo "$ver"; cat "$0" kernels/cuda/*.cu kernels/cuda/*.cuh kernels/cuda/*.h engine/*.h include/*.h; } |
       cksum | tr ' ' '_')
 cache=$build/ptxas/report-$key.txt
+if [ -n "${FT_PTXAS_REPORT:-}" ]; then
+    cache=$FT_PTXAS_REPORT # a given report (the self-test below)
+else
+    # first, the parser against a made-up report: a spill, an unlisted stack frame, too
+    # many registers for the block and too much shared memory must each fail, and a clean
+    # kernel must pass (a report format the parser misreads would otherwise pass silently)
+    st=$(mktemp -d) || exit 1
+    t=$(printf '\t')
+    {
+        echo "x.cu${t}ptxas info    : Compiling entry function '_Z4k_okPf' for 'sm_90'"
+        echo "x.cu${t}ptxas info    : Function properties for _Z4k_okPf"
+        echo "x.cu${t}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+        echo "x.cu${t}ptxas info    : Used 64 registers, used 1 barriers, 1024 bytes smem, 360 bytes cmem[0]"
+        for b in spill stack regs smem; do
+            m=_Z$((${#b} + 2))k_${b}Pf
+            echo "x.cu${t}ptxas info    : Compiling entry function '$m' for 'sm_90'"
+            echo "x.cu${t}ptxas info    : Function properties for $m"
+            case $b in
+            spill) echo "x.cu${t}    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads" ;;
+            stack) echo "x.cu${t}    104 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" ;;
+            *) echo "x.cu${t}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" ;;
+            esac
+            case $b in
+            regs) echo "x.cu${t}ptxas info    : Used 65 registers, used 1 barriers, 360 bytes cmem[0]" ;;
+            smem) echo "x.cu${t}ptxas info    : Used 16 registers, used 1 barriers, 50000 bytes smem, 360 bytes cmem[0]" ;;
+            *) echo "x.cu${t}ptxas info    : Used 16 registers, 360 bytes cmem[0]" ;;
+            esac
+        done
+    } >"$st/report"
+    FT_PTXAS_REPORT=$st/report sh "$0" >"$st/out" 2>&1
+    rc=$?
+    nf=$(grep -c '^ptxas check: x.cu: k_' "$st/out")
+    if [ $rc -eq 0 ] || [ "$nf" -ne 4 ] || grep -q 'k_ok' "$st/out" || ! grep -q 'k_spill.*spills' "$st/out" ||
+        ! grep -q 'k_stack.*104 B stack' "$st/out" || ! grep -q 'k_regs.*65 registers x 1024' "$st/out" ||
+        ! grep -q 'k_smem.*50000 B static' "$st/out"; then
+        echo "ptxas check: the parser's self-test failed (exit $rc, $nf of 4 expected failures):"
+        cat "$st/out"
+        rm -rf "$st"
+        exit 1
+    fi
+    rm -rf "$st"
+fi
 if [ ! -f "$cache" ]; then
     mkdir -p "$build/ptxas" || exit 1
     tmp=$(mktemp -d) || exit 1
