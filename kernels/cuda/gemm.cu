@@ -62,7 +62,8 @@ struct ft_strided_shape {
 };
 
 template <typename T>
-__global__ void ft_gather_kernel(T *dst, const T *src, const __grid_constant__ ft_strided_shape sh, int64_t total) {
+__global__ void ft_gather_kernel(T *dst, const T *src, const __grid_constant__ ft_strided_shape sh,
+                                 int64_t total) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
