@@ -179,6 +179,7 @@ examples: $(EXAMPLE_BINS)
 TEST_SCRIPTS := $(wildcard tests/test_*.sh)
 
 test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
+	$(PTXAS_CHECK)
 	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(TEST_SCRIPTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
@@ -229,8 +230,13 @@ install: all
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ftengine.pc
 	@echo "ftengine: installed into $(DESTDIR)$(PREFIX)"
 
+# style checks, then the kernels' resources from ptxas on sm_90 (no spills, no stack
+# frames outside the allowlist, registers and shared memory within the launch
+# configuration; cached in $(BUILD)/ptxas/ by a hash of the sources): tests/ptxas_check.sh
+PTXAS_CHECK = @NVCC='$(NVCC)' FT_BUILD=$(BUILD) sh tests/ptxas_check.sh
 lint:
 	@sh tests/lint.sh
+	$(PTXAS_CHECK)
 
 clean:
 	rm -rf $(BUILD)

@@ -350,10 +350,11 @@ int ft_infer_conv(ft_ctx *ctx, ft_tensor *dst) {
         return ft_set_error(ctx, FT_ERR_SHAPE, "residual shape differs from the output");
     const ft_tensor *wb = dst->src[4];
     int64_t k = w->ne[1] * w->ne[2] * (sp == 2 ? w->ne[3] : 1);
-    if (wb && (p->groups != 1 || !dst->src[2] || wb->ndim != 2 || wb->ne[0] != cout || wb->ne[1] != k + 1 ||
-               wb->dtype != w->dtype || !ft_tensor_contiguous(wb)))
-        return ft_set_error(ctx, FT_ERR_SHAPE, "weights with bias must be [%lld, %lld] beside a bias, groups 1",
-                            (long long)cout, (long long)(k + 1));
+    if (wb && (p->groups != 1 || !dst->src[2] || wb->ndim != 2 || wb->ne[0] != cout ||
+               wb->ne[1] != ft_conv_wb_cols(k) || wb->dtype != w->dtype || !ft_tensor_contiguous(wb)))
+        return ft_set_error(ctx, FT_ERR_SHAPE,
+                            "weights with bias must be [%lld, %lld] (k + 1 padded to 8) beside a bias, groups 1",
+                            (long long)cout, (long long)ft_conv_wb_cols(k));
     int st2;
     if (dst->src[5] && (st2 = need_vec(ctx, dst->src[5], cin, "input bias"))) return st2;
     if (p->act_in < FT_ACT_NONE || p->act_in > FT_ACT_SIGMOID)

@@ -58,8 +58,9 @@ typedef enum ft_op {
     /* convolutions, pooling, weight transforms */
     FT_OP_CONV1D,        /* src: x, w, bias?, residual?, wb?, bin?  act(conv + b + r) */
     FT_OP_CONV2D,        /* src: x, w, bias?, residual?, wb?, bin?  act(conv + b + r); wb (graph, groups 1):
-                            [Cout, Cin*K + 1], w's rows with b appended, so a GEMM over an
-                            im2col buffer with a row of ones adds the bias itself (CUDA) */
+                            [Cout, ft_conv_wb_cols(Cin*K)], w's rows with b appended and zeros
+                            after, so a GEMM over an im2col buffer with a row of ones (then zero
+                            rows) adds the bias itself (CUDA) */
     FT_OP_MAXPOOL2D,
     FT_OP_GLOBAL_AVGPOOL,
     FT_OP_WEIGHT_NORM,   /* src: g, v */
@@ -113,6 +114,11 @@ typedef struct ft_params_conv {
                        (bin = src[5], optional; the zero padding stays zero): the bias and
                        activation of the convolution that made x, moved here by the graph */
 } ft_params_conv;
+/* Columns of a convolution's weights-with-bias (wb) for k = Cin/groups * KH * KW weights
+ * per output channel: k + 1 rounded up to a multiple of 8 elements, so every row of the
+ * GEMM operand starts 16-byte aligned in fp16/bf16 (cuBLASLt's fast Hopper kernels need
+ * aligned leading dimensions; k + 1 alone is odd for ResNet's 3x3 convolutions and stem). */
+static inline int64_t ft_conv_wb_cols(int64_t k) { return (k + 1 + 7) / 8 * 8; }
 typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
 typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;
 

@@ -6,7 +6,8 @@
  * act(linear + r) takes both; an activation after a fused residual is still
  * exact, an add after an activation is not and is left alone. On CUDA a
  * convolution through im2col also gets its weights with the bias as one more
- * column (src[4]), so the GEMM adds the bias too, and a 1x1 convolution read
+ * column (src[4], rows zero-padded to a multiple of 8 elements: aligned fp16
+ * rows), so the GEMM adds the bias too, and a 1x1 convolution read
  * only by such a convolution hands it its bias and activation (src[5],
  * act_in), applied while the reader gathers its input.
  */
@@ -102,13 +103,15 @@ static int fuse_activations(ft_graph *g) {
     return n;
 }
 
-/* h: w [Cout, K], b [Cout] -> [Cout, K + 1] */
+/* h: w [Cout, K], b [Cout] -> [Cout, Kp], Kp = ft_conv_wb_cols(K): the weights, the bias,
+ * then zeros up to a row length of a multiple of 8 (aligned fp16 rows for cuBLASLt) */
 static bool bias_column(const float *const *h, const ft_tensor *const *src, float *out, const void *user) {
     (void)user;
-    int64_t cout = src[0]->ne[0], k = ft_numel(src[0]) / (cout ? cout : 1);
+    int64_t cout = src[0]->ne[0], k = ft_numel(src[0]) / (cout ? cout : 1), kp = ft_conv_wb_cols(k);
     for (int64_t r = 0; r < cout; r++) {
-        for (int64_t c = 0; c < k; c++) out[r * (k + 1) + c] = h[0][r * k + c];
-        out[r * (k + 1) + k] = h[1][r];
+        for (int64_t c = 0; c < k; c++) out[r * kp + c] = h[0][r * k + c];
+        out[r * kp + k] = h[1][r];
+        for (int64_t c = k + 1; c < kp; c++) out[r * kp + c] = 0.0f;
     }
     return true;
 }
@@ -139,7 +142,7 @@ static int bias_into_conv_gemms(ft_graph *g) {
             continue;
         int fail = 0;
         ft_tensor *src[2] = {w, b};
-        int64_t ne[2] = {w->ne[0], ft_numel(w) / w->ne[0] + 1};
+        int64_t ne[2] = {w->ne[0], ft_conv_wb_cols(ft_numel(w) / w->ne[0])};
         ft_tensor *wb = ft_graph_const_derived(g, FT_CONST_BIAS_COLUMN, 0, src, 2, 2, ne, bias_column, NULL, &fail);
         if (fail) return -1;
         if (!wb) continue;

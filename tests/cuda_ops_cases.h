@@ -330,11 +330,17 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
         ft_tensor *s[4] = {in[0], in[1], in[2], in[3]};
         return ft_dispatch(c, FT_OP_CONV2D, s, 4, &p, sizeof p);
     }
-    if (v == 5 || v == 6) { /* the bias as a weight column (graph, CUDA): 3x3 + residual + relu, stride 2 */
-        int64_t cout = in[1]->ne[0], k = ft_numel(in[1]) / cout;
+    if (v == 5 || v == 6 || v == 8) { /* the bias as a weight column (graph, CUDA), rows zero-padded to a
+                                         multiple of 8: 3x3 + residual + relu, stride 2, a 7x7 stem */
+        int64_t cout = in[1]->ne[0], k = ft_numel(in[1]) / cout, pad = ft_conv_wb_cols(k) - k - 1;
+        void *zeros = calloc((size_t)(cout * pad), 8);
+        ft_tensor *z = zeros ? ft_tensor_from_host(c, in[1]->dtype, 2, (int64_t[]){cout, pad}, zeros) : NULL;
+        free(zeros);
         ft_tensor *wb = ft_concat(c, ft_reshape(c, in[1], 2, (int64_t[]){cout, k}),
                                   ft_reshape(c, in[2], 2, (int64_t[]){cout, 1}), 1);
-        ft_params_conv p = {v == 5 ? 1 : 2, 1, 1, FT_ACT_RELU, FT_ACT_NONE};
+        if (pad) wb = z ? ft_concat(c, wb, z, 1) : NULL;
+        if (!wb) return NULL;
+        ft_params_conv p = {v == 5 ? 1 : 2, v == 8 ? 3 : 1, 1, FT_ACT_RELU, FT_ACT_NONE};
         ft_tensor *s[5] = {in[0], in[1], in[2], v == 5 ? in[3] : NULL, wb};
         return ft_dispatch(c, FT_OP_CONV2D, s, 5, &p, sizeof p);
     }
@@ -356,6 +362,8 @@ static const op_case cases_conv2d[] = {
      {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6), I(4, 2, 6, 9, 11)}, 0},
     {"conv2d 3x3 stride 2 bias column+relu", b_conv2d, 6, 3, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6)}, 0},
     {"conv2d 3x3 input bias+relu", b_conv2d, 7, 4, {I(4, 2, 4, 9, 11), I(4, 6, 4, 3, 3), I(1, 6), I(1, 4)}, 0},
+    /* K = 3*7*7 = 147: the bias column makes 148, padded to 152 (test_conv_bias_column_aligned) */
+    {"conv2d 7x7 stem bias column+relu", b_conv2d, 8, 3, {I(4, 2, 3, 13, 15), I(4, 5, 3, 7, 7), I(1, 5)}, 0},
 };
 
 static ft_tensor *b_maxpool(ft_ctx *c, ft_tensor **in, int v) {

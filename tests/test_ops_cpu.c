@@ -618,6 +618,36 @@ static void test_large_parallel(void) {
     end_test();
 }
 
+/* The weights-with-bias operand of a convolution (src[4], made by the graph for
+ * CUDA's im2col GEMM) has rows of K + 1 padded to a multiple of 8 elements, so
+ * 16-bit rows start 16-byte aligned; the op refuses the unpadded [Cout, K + 1]
+ * and the CPU kernel computes the same convolution with the padded one. */
+static void test_conv_bias_column_layout(void) {
+    CHECK(ft_conv_wb_cols(147) == 152 && ft_conv_wb_cols(576) == 584 && ft_conv_wb_cols(7) == 8 &&
+              ft_conv_wb_cols(15) == 16 && ft_conv_wb_cols(16) == 24,
+          "ft_conv_wb_cols: 147 -> %lld, 576 -> %lld", (long long)ft_conv_wb_cols(147),
+          (long long)ft_conv_wb_cols(576));
+    int64_t xne[4] = {2, 3, 9, 10}, wne[4] = {4, 3, 7, 7}, bne[1] = {4}, bad[2] = {4, 148}, good[2] = {4, 152};
+    hv x = mk(FT_DTYPE_F32, 4, xne, -1, 1), w = mk(FT_DTYPE_F32, 4, wne, -1, 1), b = mk(FT_DTYPE_F32, 1, bne, -1, 1);
+    hv wb_bad = mk(FT_DTYPE_F32, 2, bad, -1, 1), wb_good = mk(FT_DTYPE_F32, 2, good, -1, 1);
+    ft_params_conv p = {2, 3, 1, FT_ACT_NONE, FT_ACT_NONE};
+    ft_tensor *s_bad[5] = {x.t, w.t, b.t, NULL, wb_bad.t}, *s_good[5] = {x.t, w.t, b.t, NULL, wb_good.t};
+    expect_error("conv2d with a [Cout, K + 1] bias column", ft_dispatch(ctx, FT_OP_CONV2D, s_bad, 5, &p, sizeof p),
+                 "conv2d", "152");
+    ft_ctx_clear_error(ctx);
+    ft_tensor *ref = ft_conv2d(ctx, x.t, w.t, b.t, 2, 3, 1);
+    ft_tensor *got = ft_dispatch(ctx, FT_OP_CONV2D, s_good, 5, &p, sizeof p);
+    CHECK(ref && got, "conv2d with a padded bias column: %s", ft_ctx_errmsg(ctx));
+    float r[2 * 4 * 5 * 5], g[2 * 4 * 5 * 5];
+    if (ref && got && ft_numel(ref) == 200 && ft_numel(got) == 200 &&
+        ft_tensor_to_host(ctx, ref, FT_DTYPE_F32, r, sizeof r) == FT_OK &&
+        ft_tensor_to_host(ctx, got, FT_DTYPE_F32, g, sizeof g) == FT_OK)
+        CHECK(!memcmp(r, g, sizeof r), "conv2d with the padded bias column differs from conv2d");
+    else
+        CHECK(0, "conv2d outputs: %s", ft_ctx_errmsg(ctx));
+    end_test();
+}
+
 static void test_empty_and_sticky(void) {
     int64_t z[2] = {0, 5}, z2[2] = {3, 0}, one[2] = {3, 1};
     float dummy[1] = {0};
@@ -660,6 +690,7 @@ int main(void) {
     RUN(test_weight_norm);
     RUN(test_fused_eltwise);
     RUN(test_large_parallel);
+    RUN(test_conv_bias_column_layout);
     RUN(test_empty_and_sticky);
     ft_ctx_free(ctx);
     return ft_test_finish();

@@ -65,7 +65,8 @@ __device__ __forceinline__ int64_t sm_mask_row(const sm_shape &s, int64_t row) {
 
 /* One warp per row, the row held in registers (n <= 32 * NPL). */
 template <typename T, int NPL>
-__global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *mask, sm_shape s,
+__global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *mask,
+                                    const __grid_constant__ sm_shape s,
                                     int64_t rows, int n, float scale) {
     FT_KERNEL_PROLOGUE();
     int lane = threadIdx.x & 31;
@@ -107,7 +108,8 @@ __global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *m
 
 /* One warp per row for long rows: three passes over x. */
 template <typename T>
-__global__ void softmax_loop_kernel(T *y, const T *x, int64_t rs, const float *mask, sm_shape s,
+__global__ void softmax_loop_kernel(T *y, const T *x, int64_t rs, const float *mask,
+                                    const __grid_constant__ sm_shape s,
                                     int64_t rows, int64_t n, float scale) {
     FT_KERNEL_PROLOGUE();
     int lane = threadIdx.x & 31;
@@ -361,27 +363,34 @@ template <int DM> constexpr int at_smem_floats() {
 }
 
 /* A tile of ROWS rows x DM columns (row r at src + r * rs; rows >= nrows and
- * columns >= ncols read as 0) moved to f32 shared memory in two steps, so that
- * all of a thread's loads are in flight before the first store: load() into
- * registers, store() into shared rows of stride ld floats. VEC: 16 bytes per
- * load, which needs src, rs * sizeof(T) and ncols * sizeof(T) multiples of 16
- * (the launcher checks); otherwise one element per load. */
+ * columns >= ncols read as 0) moved to f32 shared memory in two steps: load(),
+ * store() into shared rows of stride ld floats. VEC: 16 bytes per load, which
+ * needs src, rs * sizeof(T) and ncols * sizeof(T) multiples of 16 (the
+ * launcher checks); load() puts all of a thread's loads in flight into
+ * registers before the first store. Otherwise (misaligned rows, one element
+ * per load) load() only notes the source and store() loads as it stores: held
+ * in registers, the 32 elements per thread of each of the next K and V tiles
+ * pushed the kernel to 255 registers and spills (ptxas, sm_90). */
 template <typename T, bool VEC, int ROWS, int DM> struct at_tile {
     static constexpr int W = VEC ? 16 / (int)sizeof(T) : 1; /* elements per load */
     static constexpr int CPR = DM / W;                       /* loads per row */
     static constexpr int TOTAL = ROWS * CPR;
     static constexpr int N = (TOTAL + AT_THREADS - 1) / AT_THREADS; /* loads per thread */
-    typename std::conditional<VEC, uint4, float>::type raw[N];
+    uint4 raw[VEC ? N : 1];
+    const T *src_;
+    int64_t rs_, nrows_;
+    int ncols_;
 
     __device__ __forceinline__ void load(const T *src, int64_t rs, int64_t nrows, int ncols) {
+        if constexpr (VEC) {
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            const int idx = threadIdx.x + i * AT_THREADS, r = idx / CPR, c = (idx % CPR) * W;
-            const bool in = (TOTAL % AT_THREADS == 0 || idx < TOTAL) && r < nrows && c < ncols;
-            if constexpr (VEC)
+            for (int i = 0; i < N; i++) {
+                const int idx = threadIdx.x + i * AT_THREADS, r = idx / CPR, c = (idx % CPR) * W;
+                const bool in = (TOTAL % AT_THREADS == 0 || idx < TOTAL) && r < nrows && c < ncols;
                 raw[i] = in ? *(const uint4 *)(src + r * rs + c) : make_uint4(0, 0, 0, 0);
-            else
-                raw[i] = in ? ft_ld(src + r * rs + c) : 0.0f;
+            }
+        } else {
+            src_ = src, rs_ = rs, nrows_ = nrows, ncols_ = ncols;
         }
     }
     __device__ __forceinline__ void store(float *dst, int ld) const {
@@ -399,7 +408,7 @@ template <typename T, bool VEC, int ROWS, int DM> struct at_tile {
                         make_float4(ft_ld(f), ft_ld(f + 1), ft_ld(f + 2), ft_ld(f + 3));
                 }
             } else {
-                *d = raw[i];
+                *d = r < nrows_ && c < ncols_ ? ft_ld(src_ + r * rs_ + c) : 0.0f;
             }
         }
     }

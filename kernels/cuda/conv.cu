@@ -31,19 +31,22 @@ typedef struct ft_conv_geom {
 /* ------------------------------------------------------------------------- */
 
 /*
- * col [nb, G, K (+ 1), nc] (K = cin_g * kh * kw) for batch items b0.. and output
+ * col [nb, G, K + extra, nc] (K = cin_g * kh * kw) for batch items b0.. and output
  * columns n0..n0+nc of x [B, Cin, H, W], zeros where the window hangs over
- * the padding; with `ones`, a last row of ones that multiplies the bias column
- * of augmented weights; with a prologue (act_in, bin) the values read are
- * act_in(x + bin[c]), the padding still zero. The fastest index is the output
+ * the padding; with `extra` rows (augmented weights), row K is ones, which
+ * multiplies the bias column, and the rest are zeros against the weights' zero
+ * padding (rows of a multiple of 8 elements: ft_conv_wb_cols); with a
+ * prologue (act_in, bin) the values read are act_in(x + bin[c]), the padding
+ * still zero. The fastest index is the output
  * column, so writes coalesce.
  */
 template <typename T, typename I>
 __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_conv_geom g,
-                            int64_t b0, int64_t nb, int64_t n0, int64_t nc, int ones,
+                            int64_t b0, int64_t nb, int64_t n0, int64_t nc, int extra,
                             const T *__restrict__ bin, int act_in) {
     FT_KERNEL_PROLOGUE();
-    const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), krows = cin_g * kk + (I)ones;
+    const I cin_g = (I)(g.cin / g.groups), kk = (I)(g.kh * g.kw), kdata = cin_g * kk,
+            krows = kdata + (I)extra;
     const int64_t total = nb * g.groups * (int64_t)krows * nc;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
@@ -60,8 +63,8 @@ __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_con
         I iy = oy * (I)g.sh - (I)g.ph + ky, ix = ox * (I)g.sw - (I)g.pw + kx;
         float v = 0.0f;
         T out;
-        if (ones && r == krows - 1) {
-            ft_st(&out, 1.0f);
+        if (r >= kdata) {
+            ft_st(&out, r == kdata ? 1.0f : 0.0f);
         } else if (iy >= 0 && iy < (I)g.h && ix >= 0 && ix < (I)g.w) {
             int64_t c = (int64_t)gi * cin_g + ci;
             out = x[((b * g.cin + c) * g.h + iy) * g.w + ix];
@@ -81,7 +84,8 @@ __global__ void ft_k_im2col(T *__restrict__ col, const T *__restrict__ x, ft_con
 template <typename T, typename I>
 __global__ void ft_k_conv_epilogue(T *__restrict__ y, int64_t n, int64_t cout, int64_t plane,
                                    const T *__restrict__ bias, int64_t bstride,
-                                   const T *__restrict__ res, ft_nd<1> rd, int act) {
+                                   const T *__restrict__ res,
+                                   const __grid_constant__ ft_nd<1> rd, int act) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -158,7 +162,11 @@ struct ft_conv_fn {
         const T *bin = dst->src[5] ? (const T *)dst->src[5]->data : NULL;
         int act_in = FT_PARAMS(dst, ft_params_conv)->act_in;
         int64_t cin_g = g.cin / g.groups, cout_g = g.cout / g.groups, n = g.oh * g.ow;
-        int64_t krows = cin_g * g.kh * g.kw + (aug ? 1 : 0), es = (int64_t)sizeof(T);
+        /* aug: K + 1 padded to the weights' row length, a multiple of 8 (16-byte rows in fp16) */
+        int64_t kdata = cin_g * g.kh * g.kw, krows = aug ? w->ne[1] : kdata, es = (int64_t)sizeof(T);
+        if (aug && (w->ndim != 2 || krows != ft_conv_wb_cols(kdata)))
+            return ft_set_error(ctx, FT_ERR_INTERNAL, "conv weights with bias: %lld columns for K = %lld",
+                                (long long)krows, (long long)kdata);
         int64_t per_item = g.groups * krows * n * es;
         int64_t nb = 1, nc = n;
         if (per_item <= FT_CONV_SCRATCH_MAX) {
@@ -183,10 +191,10 @@ struct ft_conv_fn {
                 unsigned blocks = ft_cuda_blocks(total, FT_EW_THREADS);
                 if (i32)
                     FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int32_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, (int)(krows - kdata), bin, act_in);
                 else
                     FT_LAUNCH(ctx, blocks, FT_EW_THREADS, 0, stream, ft_k_im2col<T, int64_t>)(
-                        col, (const T *)x->data, g, b0, bn, n0, cn, aug ? 1 : 0, bin, act_in);
+                        col, (const T *)x->data, g, b0, bn, n0, cn, (int)(krows - kdata), bin, act_in);
                 /* FT_CUDA_LAUNCH_CHECK's check, spelled out: the scratch must go back first */
                 cudaError_t e = cudaGetLastError();
                 if (e != cudaSuccess) {

@@ -57,7 +57,8 @@ __global__ void ft_k_copy_dense(To *__restrict__ dst, const Ti *__restrict__ src
 
 /* Strided source: dst[i] = src[offset of i], I the index type. */
 template <typename To, typename Ti, typename I>
-__global__ void ft_k_copy_nd(To *__restrict__ dst, const Ti *__restrict__ src, ft_nd<1> d,
+__global__ void ft_k_copy_nd(To *__restrict__ dst, const Ti *__restrict__ src,
+                             const __grid_constant__ ft_nd<1> d,
                              int64_t n) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;

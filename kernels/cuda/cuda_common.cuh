@@ -104,8 +104,9 @@ static inline bound<P...> make(int pdl, dim3 g, dim3 b, size_t smem, cudaStream_
 #define FT_KERNEL_PROLOGUE() do { } while (0)
 #endif
 
-/* the block's dynamic shared memory as `type *name` */
-#define FT_DYN_SMEM(type, name) extern __shared__ type name[]
+/* the block's dynamic shared memory as `type *name`, 16-byte aligned: kernels read it
+ * as float4 / uint4 (tests/lint.sh refuses an extern __shared__ without __align__) */
+#define FT_DYN_SMEM(type, name) extern __shared__ __align__(16) type name[]
 #endif
 
 /* ---- storage <-> f32 ---- */

@@ -71,7 +71,7 @@ __global__ void ft_k_binary_dense(T *__restrict__ out, const T *__restrict__ a,
 
 template <typename T, typename I>
 __global__ void ft_k_binary_nd(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b,
-                               ft_nd<2> d, int64_t n, int op) {
+                               const __grid_constant__ ft_nd<2> d, int64_t n, int op) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -170,7 +170,8 @@ __global__ void ft_k_map_dense(T *__restrict__ out, const T *__restrict__ x, int
 }
 
 template <typename T, typename I>
-__global__ void ft_k_map_nd(T *__restrict__ out, const T *__restrict__ x, ft_nd<1> d, int64_t n,
+__global__ void ft_k_map_nd(T *__restrict__ out, const T *__restrict__ x,
+                            const __grid_constant__ ft_nd<1> d, int64_t n,
                             int act, float alpha, float beta) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -249,8 +250,9 @@ template <typename T> struct ft_fused_srcs {
 
 /* acc = src0; then each step in order (see ft_params_fused_eltwise in ops.h). */
 template <typename T, int K, typename I>
-__global__ void ft_k_fused(T *__restrict__ out, ft_fused_srcs<T> s, ft_nd<K> d, int64_t n,
-                           ft_params_fused_eltwise p) {
+__global__ void ft_k_fused(T *__restrict__ out, const __grid_constant__ ft_fused_srcs<T> s,
+                           const __grid_constant__ ft_nd<K> d, int64_t n,
+                           const __grid_constant__ ft_params_fused_eltwise p) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {

@@ -110,6 +110,26 @@ void ft_emu_warp_exchange(unsigned mask, uint64_t v, uint64_t out[32]);
 /* The block's dynamic shared memory (extern __shared__), 16-byte aligned. */
 void *ft_emu_dyn_smem(void);
 
+/* ---- fake_cublas.c: what cublasLtMatmul was given ------------------------ */
+
+/* One accepted cublasLtMatmul call as the library saw it (column-major A, B,
+ * C, D): the layouts' types and leading dimensions, the pointers, the epilogue.
+ * On a GPU a 16-bit operand whose rows (ld x element size) or pointer are not
+ * 16-byte aligned rules out the fast kernels; tests check the engine's layouts
+ * through this (tests/test_cuda_ops.c). */
+typedef struct ft_emu_lt_call {
+    int type[4];           /* cudaDataType of A, B, C, D */
+    int64_t ld[4], stride[4];
+    const void *ptr[4];
+    uint32_t epilogue;     /* cublasLtEpilogue_t */
+    unsigned long long n;  /* accepted cublasLtMatmul calls so far, this one included */
+    unsigned long long unaligned16[4]; /* so far: calls whose operand i had 16-bit elements
+                                          and rows or pointer not 16-byte aligned */
+} ft_emu_lt_call;
+
+/* The last accepted call, with the running counts (n 0: none yet). */
+ft_emu_lt_call ft_emu_lt_last(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -711,6 +711,33 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t des
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* The last accepted matmul (ft_emu_lt_last); the engine may call from several threads */
+static pthread_mutex_t lt_last_mu = PTHREAD_MUTEX_INITIALIZER;
+static ft_emu_lt_call lt_last;
+
+static void lt_record(const lt_desc *d, const lt_layout *const ls[4], const void *const ptrs[4]) {
+    pthread_mutex_lock(&lt_last_mu);
+    ft_emu_lt_call c = lt_last;
+    c.n++;
+    c.epilogue = d->epilogue;
+    for (int i = 0; i < 4; i++) {
+        c.type[i] = (int)ls[i]->type, c.ld[i] = ls[i]->ld, c.stride[i] = ls[i]->stride, c.ptr[i] = ptrs[i];
+        int64_t es = (int64_t)type_size((int)ls[i]->type);
+        if (es == 2 && ((ls[i]->ld * es) % 16 || (ls[i]->batch > 1 && (ls[i]->stride * es) % 16) ||
+                        (ptrs[i] && ptr_align(ptrs[i]) < 16)))
+            c.unaligned16[i]++;
+    }
+    lt_last = c;
+    pthread_mutex_unlock(&lt_last_mu);
+}
+
+ft_emu_lt_call ft_emu_lt_last(void) {
+    pthread_mutex_lock(&lt_last_mu);
+    ft_emu_lt_call c = lt_last;
+    pthread_mutex_unlock(&lt_last_mu);
+    return c;
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
                               const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
                               cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
@@ -764,5 +791,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     if (workspaceSizeInBytes &&
         ((uintptr_t)workspace % 256 || !ft_emu_is_device_ptr(workspace, workspaceSizeInBytes)))
         return fail(INVALID, fn, "workspace %p: not 256-aligned device memory", workspace);
-    return gemm_submit(&g, stream, fn);
+    const lt_layout *ls[4] = {(const lt_layout *)Adesc, (const lt_layout *)Bdesc, lc, ld};
+    const void *lp[4] = {A, B, C, D};
+    st = gemm_submit(&g, stream, fn);
+    if (st == CUBLAS_STATUS_SUCCESS) lt_record(d, ls, lp);
+    return st;
 }
