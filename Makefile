@@ -141,9 +141,20 @@ $(LIB_A): $(OBJS)
 $(LIB_SO): $(OBJS)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The commit the tool reports (tools/provenance.c): short hash, -dirty when tracked
+# files differ from it, "unknown" outside a git checkout of this tree. It goes into
+# a generated header rewritten only when it changes, so a new commit relinks the
+# tool and rebuilds nothing of the library.
+GIT_HERE   := $(shell git rev-parse --show-toplevel 2>/dev/null)
+FT_COMMIT  := $(if $(filter $(realpath $(CURDIR)),$(realpath $(GIT_HERE))),$(shell git rev-parse --short HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty),)
+FT_COMMIT  := $(if $(FT_COMMIT),$(FT_COMMIT),unknown)
+COMMIT_H   := $(BUILD)/gen/ft_commit.h
+$(shell mkdir -p $(BUILD)/gen; echo '#define FT_COMMIT "$(FT_COMMIT)"' | cmp -s - $(COMMIT_H) || echo '#define FT_COMMIT "$(FT_COMMIT)"' > $(COMMIT_H))
+
 TOOL_SRCS := $(wildcard tools/*.c)
-$(TOOL): $(TOOL_SRCS) tools/cli.h $(LIB_A)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+TOOL_HDRS := $(wildcard tools/*.h)
+$(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) $(COMMIT_H) $(LIB_A)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # the CUDA backend on the host emulator (EMU_TEST_BINS, emu-test, EMU_TOOL)
 include tests/emu/emu.mk
