@@ -391,6 +391,9 @@ typedef struct ft_model_options {
     ft_dtype dtype;           /* compute/storage dtype of weights and activations: F32 */
     int output_hidden_states; /* also return hidden_states.N */
     uint64_t seed;            /* random initialisation of presets */
+    int shapes_only;          /* parameters get shapes but no data (nothing allocated or read):
+                                 enough for ft_model_param_count and ft_model_macs; such a
+                                 model refuses ft_model_forward */
 } ft_model_options;
 
 ft_model_options ft_model_options_default(void);

@@ -238,6 +238,9 @@ ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inpu
     if (!m) return FT_ERR_INVALID_ARG;
     ft_ctx *ctx = m->ctx;
     if (ctx->status != FT_OK) return ctx->status;
+    if (m->opt.shapes_only)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s was loaded with shapes_only: it has no weights to run",
+                            m->source);
     release_outputs(m);
     ft_status st = check_inputs(m, inputs, n_inputs);
     if (st != FT_OK) return st;

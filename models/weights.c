@@ -189,7 +189,7 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
         }
         src = st->data;
         src_t = st->dtype;
-    } else {
+    } else if (!m->opt.shapes_only) {
         f32 = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
         if (!f32) {
             ft_set_error(ctx, FT_ERR_OOM, "out of host memory initialising '%s'", name);
@@ -197,6 +197,10 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
         }
         random_fill(m, name, f32, n);
         src = f32;
+    }
+    if (m->opt.shapes_only) { /* counted, not run: checked against the file, nothing stored */
+        if (add_param(m, t, name) != FT_OK) goto fail;
+        return t;
     }
     if (ft_tensor_alloc_storage(ctx, t) != FT_OK) {
         ft_error_prefix(ctx, "%s: loading '%s'", source_file(m), name);

@@ -284,14 +284,34 @@ done:
 
 /* ---- info ---- */
 
+/* `info --presets`: each preset with its parameters and MACs at batch 1 and the
+ * default input size, counted on a shapes-only load (no weight is allocated). */
+static int list_presets(const args *a) {
+    int rc = 0;
+    ft_ctx *ctx = make_ctx(a, FT_DEVICE_CPU, &rc);
+    if (!ctx) return rc;
+    printf("%-25s %-16s %11s %11s  %s\n", "preset", "architecture", "parameters", "MACs", "(batch 1, default input)");
+    ft_model_options o = ft_model_options_default();
+    o.shapes_only = 1;
+    for (int i = 0; !rc && ft_preset_name(i); i++) {
+        ft_model *m = NULL;
+        int64_t macs = 0;
+        if (ft_model_load(ctx, ft_preset_name(i), &o, &m) != FT_OK || ft_model_macs(m, 1, 0, &macs) != FT_OK)
+            rc = fail("preset %s: %s", ft_preset_name(i), ft_ctx_errmsg(ctx));
+        else
+            printf("%-25s %-16s %10.1fM %10.2fG\n", ft_preset_name(i), ft_model_arch(m),
+                   (double)ft_model_param_count(m) / 1e6, (double)macs / 1e9);
+        ft_model_free(m);
+    }
+    ft_ctx_free(ctx);
+    return rc;
+}
+
 static int cmd_info(int argc, char **argv) {
     args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
-    if (a.list_presets) {
-        for (int i = 0; ft_preset_name(i); i++) printf("%s\n", ft_preset_name(i));
-        return 0;
-    }
+    if (a.list_presets) return list_presets(&a);
     if (!a.model) return usage("info needs a MODEL");
     ft_ctx *ctx = make_ctx(&a, FT_DEVICE_CPU, &rc);
     if (!ctx) return rc;
