@@ -10,6 +10,8 @@
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16]
 #   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
+#   make report [DEVICE=cpu|cuda] [DTYPE=fp16] [QUICK=1] [REPORT_DIR=build/report] [STAGE=main,...]
+#                        the framework-tax study: sweeps, figures, report.md (docs/report.md)
 #   make install PREFIX=/usr/local
 
 CC      ?= cc
@@ -122,7 +124,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint
+.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep report kernel-bench install clean lint
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -199,6 +201,16 @@ bench: all
 sweep: all
 	$(TOOL) sweep $(MODEL) --device $(DEVICE) --dtype $(DTYPE) $(if $(SEQ),--seq $(SEQ)) --protocol paper --overhead \
 	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV))
+
+# the framework-tax study (bench/report.py, docs/report.md): the sweeps it needs (resumed
+# from REPORT_DIR), the figures (matplotlib, optional) and REPORT_DIR/report.md with F1-F8.
+# STAGE=main,emulation,width,depth,models runs only those sweep groups (GPU sessions).
+PYTHON     ?= python3
+REPORT_DIR ?= $(BUILD)/report
+report: all
+	$(PYTHON) bench/report.py --tool $(TOOL) --device $(DEVICE) --dir $(REPORT_DIR) \
+	    $(if $(filter command line environment,$(origin DTYPE)),--dtype $(DTYPE)) \
+	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE))
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
 KBENCH := $(BUILD)/bench/kernels/kernel_bench
