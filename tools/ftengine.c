@@ -396,9 +396,15 @@ static int bench_json(const args *a, ft_ctx *ctx, const ft_model *m, const ft_pr
                 g.instantiate_ms);
     else
         fputs("null", f);
-    fputs(",\n  \"overhead\": ", f);
+    /* kernels per forward: the plan's in graph/static mode, else the profiled pass's launches */
     ft_profile_summary s;
-    if (prof && ft_profiler_summary(prof, &s) == FT_OK && s.valid) {
+    int have_s = prof && ft_profiler_summary(prof, &s) == FT_OK && s.valid;
+    fputs(",\n  \"kernels_per_forward\": ", f);
+    if (ft_model_graph_stats(m, &g) == FT_OK && g.valid) fprintf(f, "%d", g.kernels_per_forward);
+    else if (have_s) json_num(f, (double)(s.ops + s.ops_dropped) / a->iters);
+    else fputs("null", f);
+    fputs(",\n  \"overhead\": ", f);
+    if (have_s) {
         double k = 1.0 / a->iters;
         fputs("{\"profiled_ms\": ", f);
         json_num(f, r->profiled_ms);
