@@ -177,8 +177,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 # the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
 test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
+# the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib
+PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py)
 test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
-	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py not run")
+	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)
