@@ -263,6 +263,11 @@ def render(outdir, figures_only=False, args=None):
                             "width/depth/models: %d after 1" % (mainspec["iters"], mainspec["warmup"],
                                                              by["width-base"]["iters"])),
              ("mode", "QUICK (small presets, few iterations)" if meta["quick"] else "full")]
+    la = meta.get("loadavg") or []
+    if len(la) == 2 and None not in la:
+        setup.append(("host load average", "%.1f at the start, %.1f at the end of the sweeps (1-minute; "
+                                           "above the core count the host was shared and timings are noisy)"
+                      % (la[0], la[1])))
     if meta.get("note"):
         setup.append(("note", meta["note"]))
     w(table(["", ""], setup))
@@ -410,6 +415,15 @@ def render(outdir, figures_only=False, args=None):
     return 0
 
 
+def loadavg():
+    """The host's 1-minute load average (a shared host makes timings noisy), or None."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tool", default="build/ftengine")
@@ -441,13 +455,15 @@ def main(argv):
                 started = old.get("started", started)
         except (OSError, ValueError):
             pass
+    load0 = loadavg()
     if not a.no_sweeps:
         todo = [s for s in sweeps if not only or s["group"] in only]
         failed = run_sweeps(a.tool, todo, a.device, a.dir, a.threads)
         for name, rc in failed:
             print("report: sweep %s had failed points or failed (exit %d): see %s/%s.log" % (name, rc, a.dir, name))
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note}
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,
+            "loadavg": [load0, loadavg()]}
     with open(meta_p, "w") as f:
         json.dump(meta, f, indent=1)
     return render(a.dir, args=a)
