@@ -111,7 +111,8 @@ def run_sweeps(tool, sweeps, device, outdir, threads):
     for k, s in enumerate(sweeps, 1):
         cmd = sweep_cmd(tool, s, device, outdir, threads)
         el = time.time() - t0
-        sys.stderr.write("report: sweep %d of %d (%s), %.0f s elapsed\n" % (k, len(sweeps), s["name"], el))
+        left = ", roughly %.0f s left" % (el / (k - 1) * (len(sweeps) - k + 1)) if k > 1 else ""
+        sys.stderr.write("report: sweep %d of %d (%s), %.0f s elapsed%s\n" % (k, len(sweeps), s["name"], el, left))
         sys.stderr.flush()
         with open(os.path.join(outdir, s["name"] + ".log"), "w") as log:
             log.write("$ " + " ".join(cmd) + "\n")

@@ -458,7 +458,15 @@ static int cmd_bench(int argc, char **argv) {
         ft_ctx_free(ctx);
         return rc;
     }
+    /* big presets take a while to initialise and time: say so on a terminal (only there:
+     * logs of scripted benches stay as they were) */
+    int tty = isatty(2);
+    double t_load = now_ms();
+    if (tty) fprintf(stderr, "bench: loading %s ...", a.model);
     m = load(ctx, &a, &rc);
+    if (tty)
+        fprintf(stderr, m ? "\r\033[Kbench: loaded in %.1f s; timing %d forwards after %d warm-up ..."
+                          : "\r\033[K", (now_ms() - t_load) / 1e3, a.iters, a.warmup);
     if (!m) {
         ft_profiler_free(prof);
         ft_ctx_free(ctx);
@@ -474,8 +482,9 @@ static int cmd_bench(int argc, char **argv) {
         goto done;
     }
     double first = 0, mean = 0, profiled_ms = NAN;
-    if ((rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean)))
-        goto done;
+    rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean);
+    if (tty) fputs("\r\033[K", stderr);
+    if (rc) goto done;
     ft_mem_stats ms = ft_ctx_mem_stats(ctx);
     prov pv;
     prov_fill(&pv, ctx, &a);
