@@ -53,8 +53,10 @@ def plan(device, dtype, quick):
         # On a CPU ftengine's kernels, not its dispatcher, set the latency of real-size
         # models; small presets and short sequences keep the study within minutes and
         # give the dispatcher a chance to show (the emulation group adds a PyTorch-like cost).
-        it, wu = (5, 1) if quick else (10, 2)
+        it, wu = (5, 1) if quick else (15, 2)
         main_model, main_seq = ("bert-tiny", 8) if quick else ("bert-mini", 16)
+        # the dispatcher's share is largest on the smallest preset: the emulated costs show there
+        emu_model, emu_seq = "bert-tiny", 8
         batches = "1,2,4,8,16,32" if quick else "1,2,4,8,16,32,64"
         shape_seq = 8
         shape_it = 3 if quick else 5
@@ -65,6 +67,7 @@ def plan(device, dtype, quick):
     else:
         it, wu = (5, 1) if quick else (20, 2)
         main_model, main_seq = "bert-base", None
+        emu_model, emu_seq = main_model, main_seq
         batches = "1,4,16,64" if quick else "1,2,4,8,16,32,64,128"
         shape_seq = None
         shape_it = it
@@ -78,7 +81,7 @@ def plan(device, dtype, quick):
         add("main", "main-fp32", main_model, modes="eager", batches=batches, seq=main_seq, overhead=True,
             dt="fp32")
     for c in EMU_COSTS:
-        add("emulation", "emu-%gus" % c, main_model, batches=batches, seq=main_seq, op_cost=c)
+        add("emulation", "emu-%gus" % c, emu_model, batches=batches, seq=emu_seq, op_cost=c)
     add("width", "width-base", "bert-base", batches=width_batches, seq=shape_seq, iters=shape_it, warmup=1)
     add("width", "width-w2", "bert-base-w2", batches=width_batches, seq=shape_seq, iters=shape_it, warmup=1)
     for preset, layers in DEPTHS:
@@ -199,6 +202,7 @@ def render(outdir, figures_only=False, args=None):
     device = meta["device"]
     dtype = meta["dtype"]
     cpu = device == "cpu"
+    sd.STAT = meta.get("stat", "median")
     data = load(outdir, sweeps)
     by = {s["name"]: s for s in sweeps}
     import plot
@@ -236,7 +240,9 @@ def render(outdir, figures_only=False, args=None):
         figs["models"] = plot.models_vs_macs(outdir, model_pts, data.get("model-bert-base", main),
                                              "Latency vs MACs at batch 1 (eager)")
         figs["emu"] = plot.emulation(outdir, emu, data.get("emu-0us", main),
-                                     "Eager latency with an emulated framework cost: " + main_desc)
+                                     "Emulated framework cost: %s, %s" % (
+                                         by["emu-0us"]["model"],
+                                         "sequence %s" % by["emu-0us"]["seq"] if by["emu-0us"]["seq"] else "default length"))
         figs["depth"] = plot.depth(outdir, by_layers, fit, data.get("depth-L12", main),
                                    "Depth at batch 1 (eager): BERT-base variants")
     if figures_only:
@@ -257,9 +263,10 @@ def render(outdir, figures_only=False, args=None):
              ("build CUDA", fr.get("cuda_version") or "none"),
              ("CPU threads", fr.get("threads") or "n/a (CUDA)"),
              ("measured", "%s .. %s (UTC)" % (meta.get("started", "?"), meta.get("finished", "?"))),
-             ("protocol", "synchronized forwards, latency = median (CPU execution is synchronous, so the paper's "
-                          "back-to-back mean measures the same thing; the median resists a shared host)"
-              if cpu else "the paper's: back-to-back forwards between two device syncs, latency = mean"),
+             ("protocol", "synchronized forwards, latency = %s of the timed forwards (CPU execution is synchronous, "
+                          "so the paper's back-to-back protocol times the same thing; on a shared host the "
+                          "least-disturbed forward measures the engine, the median and mean are in the CSVs)"
+              % sd.STAT if cpu else "the paper's: back-to-back forwards between two device syncs, latency = mean"),
              ("iterations", "main and emulation: %d timed after %d warm-up (+1 untimed first call); "
                             "width/depth/models: %d after 1" % (mainspec["iters"], mainspec["warmup"],
                                                              by["width-base"]["iters"])),
@@ -302,8 +309,10 @@ def render(outdir, figures_only=False, args=None):
     v = V.f1(eager)
     w("Eager plateau: latency within %.2fx of batch 1 up to batch %s.\n\n" % (
         V.T["plateau_factor"], V.plateau(eager)))
+    emuspec = by["emu-0us"]
+    emu_desc = "%s, %s" % (emuspec["model"], ("sequence %s" % emuspec["seq"]) if emuspec["seq"] else "default length")
     if emu:
-        w("With an emulated framework cost per eager op (figure in the emulation section), the plateau reaches: "
+        w("With an emulated framework cost per eager op (%s; emulation section), the plateau reaches: " % emu_desc
           + ", ".join("%g us/op: batch %s" % (c, V.plateau(cv)) for c, cv in emu) + ".\n\n")
     w(V.fmt(*v) + "\n\n")
 
@@ -387,6 +396,8 @@ def render(outdir, figures_only=False, args=None):
             [[b, ms(tot.get(b)), ms(busy.get(b)),
               *("%.1f%%" % (100 * share[m][b]) if b in share[m] else "-" for m in ("eager", "graph", "static"))]
              for b in sorted(tot)]))
+    w("Emulation study (%s): eager latency when every eager op also pays an emulated framework cost "
+      "(`--op-cost-us`), i.e. what this engine would measure if it dispatched like PyTorch.\n\n" % emu_desc)
     w(fig_md(figs.get("emu", []), outdir, "emulation"))
     if emu:
         w(curve_table([("%g us/op" % c, cv) for c, cv in emu]))
@@ -463,6 +474,7 @@ def main(argv):
         for name, rc in failed:
             print("report: sweep %s had failed points or failed (exit %d): see %s/%s.log" % (name, rc, a.dir, name))
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
+            "stat": "min" if a.device == "cpu" else "mean",
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,
             "loadavg": [load0, loadavg()]}
     with open(meta_p, "w") as f:

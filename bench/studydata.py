@@ -26,11 +26,20 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+# The statistic a report uses (study.json "stat"): "min" on a CPU study (a shared
+# host disturbs forwards at random; the least-disturbed one measures the engine),
+# "median" or "mean" otherwise. A row without it falls back to median, then mean.
+STAT = "median"
+
+
 def latency(row):
-    """The latency of a row in ms: the median when the sweep has one (synchronized
-    protocol), else the mean (the paper's back-to-back protocol)."""
-    med = fnum(row.get("median_ms"))
-    return med if med is not None else fnum(row.get("mean_ms"))
+    """The latency of a row in ms by STAT; the mean for the paper's back-to-back
+    protocol, which has only that."""
+    for key in (STAT + "_ms", "median_ms", "mean_ms"):
+        v = fnum(row.get(key))
+        if v is not None:
+            return v
+    return None
 
 
 def ok_rows(rows):
