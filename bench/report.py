@@ -27,7 +27,7 @@ import studydata as sd  # noqa: E402
 import verdicts as V  # noqa: E402
 
 GROUPS = ("main", "emulation", "width", "depth", "models")
-EMU_COSTS = (0, 2, 8, 20)
+EMU_COSTS = (0, 2, 8, 20, 100)  # us per eager op; the paper puts PyTorch at 4-17 us per module call, 50-145 us of latency per module
 DEPTHS = (("bert-base-L2", 2), ("bert-base-L4", 4), ("bert-base-L8", 8), ("bert-base", 12), ("bert-base-L24", 24))
 MODELS = (("bert-base", "BERT-base"), ("distilbert-base", "DistilBERT"), ("funnel-small", "Funnel-small"),
           ("mobilebert-uncased", "MobileBERT"), ("resnet-50", "ResNet-50"), ("wavlm-base", "WavLM-base"))
