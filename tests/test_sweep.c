@@ -274,6 +274,9 @@ static void test_bench_outputs(void) {
     const char *b[] = {"bench", model, "--iters", "2", "--warmup", "0", "--csv", ops2, NULL};
     r = run_tool(b);
     CHECK(r.code == 0 && strstr(r.err, "--ops-csv") && stat(ops2, &st) == 0, "bench --csv alias: %d %s", r.code, r.err);
+    const char *misplaced[][6] = {{"bench", model, "--resume", NULL}, {"sweep", model, "--resume", NULL},
+                                  {"sweep", model, "--ops-csv", ops, NULL}};
+    for (int i = 0; i < 3; i++) CHECK(run_tool(misplaced[i]).code == 2, "misplaced option %d is not a usage error", i);
     const char *v[] = {"version", NULL};
     r = run_tool(v);
     CHECK(r.code == 0 && strstr(r.out, "\ncommit: "), "version: %s", r.out);

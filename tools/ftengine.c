@@ -216,6 +216,7 @@ static int cmd_run(int argc, char **argv) {
     if (!a.model) return usage("run needs a MODEL");
     if (!a.inputs) return usage("run needs --inputs IN.safetensors");
     if (!a.out) return usage("run needs --out OUT.safetensors");
+    if (a.resume || a.json) return usage("%s belongs to bench or sweep", a.resume ? "--resume" : "--json");
     csv_alias(&a, "run");
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
@@ -441,6 +442,7 @@ static int cmd_bench(int argc, char **argv) {
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     if (!a.model) return usage("bench needs a MODEL");
+    if (a.resume) return usage("--resume belongs to sweep");
     csv_alias(&a, "bench");
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
