@@ -12,6 +12,8 @@
 #                        (defaults: DEVICE cuda if a GPU answers nvidia-smi, else cpu; DTYPE fp32)
 #   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
 #   make examples        the programs in examples/
+#   make report [DEVICE=cpu|cuda] [DTYPE=fp16] [QUICK=1] [REPORT_DIR=build/report] [STAGE=main,...]
+#                        the framework-tax study: sweeps, figures, report.md (docs/report.md)
 #   make install PREFIX=/usr/local   (header, libraries, tool, ftengine.pc)
 
 CC      ?= cc
@@ -124,7 +126,7 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint examples
+.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep report kernel-bench install clean lint examples
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
@@ -143,9 +145,20 @@ $(LIB_A): $(OBJS)
 $(LIB_SO): $(OBJS)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The commit the tool reports (tools/provenance.c): short hash, -dirty when tracked
+# files differ from it, "unknown" outside a git checkout of this tree. It goes into
+# a generated header rewritten only when it changes, so a new commit relinks the
+# tool and rebuilds nothing of the library.
+GIT_HERE   := $(shell git rev-parse --show-toplevel 2>/dev/null)
+FT_COMMIT  := $(if $(filter $(realpath $(CURDIR)),$(realpath $(GIT_HERE))),$(shell git rev-parse --short HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty),)
+FT_COMMIT  := $(if $(FT_COMMIT),$(FT_COMMIT),unknown)
+COMMIT_H   := $(BUILD)/gen/ft_commit.h
+$(shell mkdir -p $(BUILD)/gen; echo '#define FT_COMMIT "$(FT_COMMIT)"' | cmp -s - $(COMMIT_H) || echo '#define FT_COMMIT "$(FT_COMMIT)"' > $(COMMIT_H))
+
 TOOL_SRCS := $(wildcard tools/*.c)
-$(TOOL): $(TOOL_SRCS) tools/cli.h $(LIB_A)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+TOOL_HDRS := $(wildcard tools/*.h)
+$(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) $(COMMIT_H) $(LIB_A)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -o $@ $(TOOL_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # the CUDA backend on the host emulator (EMU_TEST_BINS, emu-test, EMU_TOOL)
 include tests/emu/emu.mk
@@ -177,10 +190,13 @@ examples: $(EXAMPLE_BINS)
 
 # shell tests (tests/test_*.sh): the installed library through pkg-config, the docs' commands
 TEST_SCRIPTS := $(wildcard tests/test_*.sh)
+# the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib
+PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py)
 
 test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
 	$(PTXAS_CHECK)
-	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(TEST_SCRIPTS)
+	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py not run")
+	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(TEST_SCRIPTS) $(PY_TESTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)
@@ -208,6 +224,16 @@ sweep: all
 	$(DEVICE_NOTE)
 	$(TOOL) sweep $(MODEL) --device $(DEVICE) --dtype $(DTYPE) $(if $(SEQ),--seq $(SEQ)) --protocol paper --overhead \
 	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV)) $(ARGS)
+
+# the framework-tax study (bench/report.py, docs/report.md): the sweeps it needs (resumed
+# from REPORT_DIR), the figures (matplotlib, optional) and REPORT_DIR/report.md with F1-F8.
+# STAGE=main,emulation,width,depth,models runs only those sweep groups (GPU sessions).
+PYTHON     ?= python3
+REPORT_DIR ?= $(BUILD)/report
+report: all
+	$(PYTHON) bench/report.py --tool $(TOOL) --device $(DEVICE) --dir $(REPORT_DIR) \
+	    $(if $(filter command line environment,$(origin DTYPE)),--dtype $(DTYPE)) \
+	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE))
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
 KBENCH := $(BUILD)/bench/kernels/kernel_bench

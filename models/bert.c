@@ -261,6 +261,14 @@ static const ft_preset bert_presets[] = {
                    " \"num_attention_heads\": 8, \"intermediate_size\": 2048}"},
     {"bert-medium", "{\"model_type\": \"bert\", \"hidden_size\": 512, \"num_hidden_layers\": 8,"
                     " \"num_attention_heads\": 8, \"intermediate_size\": 2048}"},
+    /* the framework-tax study's width and depth variants of bert-base (docs/report.md):
+     * doubled width keeps the head size at 64 (24 heads), depth varies alone */
+    {"bert-base-w2", "{\"model_type\": \"bert\", \"hidden_size\": 1536, \"num_attention_heads\": 24,"
+                     " \"intermediate_size\": 6144}"},
+    {"bert-base-L2", "{\"model_type\": \"bert\", \"num_hidden_layers\": 2}"},
+    {"bert-base-L4", "{\"model_type\": \"bert\", \"num_hidden_layers\": 4}"},
+    {"bert-base-L8", "{\"model_type\": \"bert\", \"num_hidden_layers\": 8}"},
+    {"bert-base-L24", "{\"model_type\": \"bert\", \"num_hidden_layers\": 24}"},
     {NULL, NULL},
 };
 

@@ -235,7 +235,7 @@ static void test_info(void) {
     CHECK(strstr(r.out, "parameters: ") != NULL, "info: %s", r.out);
     const char *p[] = {"info", "--presets", NULL};
     r = run_tool(p);
-    CHECK(r.code == 0 && strstr(r.out, "bert-base\n"), "presets: %s", r.out);
+    CHECK(r.code == 0 && strstr(r.out, "\nbert-base "), "presets: %s", r.out);
 }
 
 /* A directory with another checkpoint form than model.safetensors says so. */

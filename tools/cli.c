@@ -22,16 +22,20 @@ int usage(const char *fmt, ...) {
     return 2;
 }
 
+int cli_errors_quiet;
+char cli_last_error[2048];
+
 int fail(const char *fmt, ...) {
-    char msg[2048];
+    char *msg = cli_last_error;
+    size_t msg_size = sizeof cli_last_error;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(msg, msg_size, fmt, ap);
     va_end(ap);
     /* exactly one line */
     for (char *p = msg; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "ftengine: error: %s\n", msg);
+    if (!cli_errors_quiet) fprintf(stderr, "ftengine: error: %s\n", msg);
     return 1;
 }
 
@@ -56,6 +60,9 @@ int parse(int argc, char **argv, args *a) {
         else if (!strcmp(o, "--out")) { NEED_VALUE(); a->out = v; }
         else if (!strcmp(o, "--trace")) { NEED_VALUE(); a->trace = v; }
         else if (!strcmp(o, "--csv")) { NEED_VALUE(); a->csv = v; }
+        else if (!strcmp(o, "--ops-csv")) { NEED_VALUE(); a->ops_csv = v; }
+        else if (!strcmp(o, "--json")) { NEED_VALUE(); a->json = v; }
+        else if (!strcmp(o, "--resume")) a->resume = 1;
         else if (!strcmp(o, "--phases")) a->phases = 1;
         else if (!strcmp(o, "--overhead")) a->overhead = 1;
         else if (!strcmp(o, "--mem-limit")) { /* bytes, or with a K/M/G suffix (powers of 1024) */
@@ -96,7 +103,7 @@ int parse(int argc, char **argv, args *a) {
             NEED_VALUE();
             if (ft_dtype_parse(v, &a->dtype)) return usage("unknown dtype '%s' (fp32, fp16, bf16)", v);
         } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq") || !strcmp(o, "--warmup") ||
-                   !strcmp(o, "--iters")) {
+                   !strcmp(o, "--iters") || !strcmp(o, "--threads")) {
             NEED_VALUE();
             char *end = NULL;
             long long n = strtoll(v, &end, 10);
@@ -105,6 +112,10 @@ int parse(int argc, char **argv, args *a) {
             if (!strcmp(o, "--batch")) a->batch = n;
             else if (!strcmp(o, "--seq")) a->seq = n;
             else if (!strcmp(o, "--warmup")) a->warmup = (int)n;
+            else if (!strcmp(o, "--threads")) {
+                if (n > 4096) return usage("--threads needs an integer in [1, 4096], got '%s'", v);
+                a->threads = (int)n;
+            }
             else a->iters = (int)n;
         } else if (!strcmp(o, "--hidden-states")) a->hidden_states = 1;
         else if (!strcmp(o, "--profile")) a->profile = 1;
@@ -129,6 +140,7 @@ ft_ctx *make_ctx(const args *a, ft_device dev, int *rc) {
     ft_ctx_options o = ft_ctx_options_default();
     o.device = dev;
     o.mem_limit = a->mem_limit;
+    o.cpu_threads = a->threads;
     o.errbuf = err;
     o.errbuf_size = sizeof err;
     ft_ctx *ctx = NULL;

@@ -26,6 +26,10 @@ typedef struct args {
     int overhead;            /* sweep: a profiled pass per point for the framework overhead */
     size_t mem_limit;        /* --mem-limit: the context's allocator cap in bytes (0: none) */
     ft_weights weights;      /* load(): FT_WEIGHTS_NONE describes the model only (info) */
+    int threads;             /* --threads: CPU threads (ft_ctx_options.cpu_threads); 0: OpenMP's default */
+    const char *json;        /* bench/sweep --json: machine-readable summary */
+    const char *ops_csv;     /* bench --ops-csv (--csv): one row per op call of the profiled pass */
+    int resume;              /* sweep --resume: keep the finished points of the CSV */
 } args;
 
 /* tools/help.c: the command and option tables behind --help and usage errors. */
@@ -54,6 +58,10 @@ int fail(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+/* Set by a command that handles errors itself (sweep's failed points): fail() then
+ * keeps the message in cli_last_error instead of printing it. */
+extern int cli_errors_quiet;
+extern char cli_last_error[2048];
 /* Parses options shared by the commands; returns 0, or the usage exit code. */
 int parse(int argc, char **argv, args *a);
 double now_ms(void);

@@ -29,6 +29,7 @@
  * exit 2.
  */
 #include "cli.h"
+#include "provenance.h"
 #include "../engine/safetensors.h"
 
 #include <math.h>
@@ -41,7 +42,16 @@
 
 /* ---- profiling (--trace, --csv, --phases) ---- */
 
-static int wants_profile(const args *a) { return a->trace || a->csv || a->phases; }
+static int wants_profile(const args *a) { return a->trace || a->ops_csv || a->phases; }
+
+/* `--csv` of run and bench was renamed `--ops-csv` (one row per op call), which
+ * says what it holds and keeps it apart from sweep's --csv (one row per point). */
+static void csv_alias(args *a, const char *cmd) {
+    if (!a->csv) return;
+    fprintf(stderr, "ftengine: note: %s --csv is deprecated, it is now --ops-csv (one row per op call)\n", cmd);
+    if (!a->ops_csv) a->ops_csv = a->csv;
+    a->csv = NULL;
+}
 
 /* Made before the model loads: CUPTI wants to be enabled before CUDA modules load
  * and graphs are captured. */
@@ -128,7 +138,7 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
 static int write_profile(ft_ctx *ctx, const ft_profiler *p, const args *a) {
     if (a->trace && ft_profiler_write_chrome_trace(p, a->trace) != FT_OK)
         return fail("%s", ft_ctx_errmsg(ctx));
-    if (a->csv && ft_profiler_write_csv(p, a->csv) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
+    if (a->ops_csv && ft_profiler_write_csv(p, a->ops_csv) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
     return 0;
 }
 
@@ -209,6 +219,8 @@ static int cmd_run(int argc, char **argv) {
     if (!a.model) return usage("run needs a MODEL");
     if (!a.inputs) return usage("run needs --inputs IN.safetensors");
     if (!a.out) return usage("run needs --out OUT.safetensors");
+    if (a.resume || a.json) return usage("%s belongs to bench or sweep", a.resume ? "--resume" : "--json");
+    csv_alias(&a, "run");
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_model *m = NULL;
@@ -277,14 +289,34 @@ done:
 
 /* ---- info ---- */
 
+/* `info --presets`: each preset with its parameters and MACs at batch 1 and the
+ * default input size, counted on a shapes-only load (no weight is allocated). */
+static int list_presets(const args *a) {
+    int rc = 0;
+    ft_ctx *ctx = make_ctx(a, FT_DEVICE_CPU, &rc);
+    if (!ctx) return rc;
+    printf("%-25s %-16s %11s %11s  %s\n", "preset", "architecture", "parameters", "MACs", "(batch 1, default input)");
+    ft_model_options o = ft_model_options_default();
+    o.weights = FT_WEIGHTS_NONE;
+    for (int i = 0; !rc && ft_preset_name(i); i++) {
+        ft_model *m = NULL;
+        int64_t macs = 0;
+        if (ft_model_load(ctx, ft_preset_name(i), &o, &m) != FT_OK || ft_model_macs(m, 1, 0, &macs) != FT_OK)
+            rc = fail("preset %s: %s", ft_preset_name(i), ft_ctx_errmsg(ctx));
+        else
+            printf("%-25s %-16s %10.1fM %10.2fG\n", ft_preset_name(i), ft_model_arch(m),
+                   (double)ft_model_param_count(m) / 1e6, (double)macs / 1e9);
+        ft_model_free(m);
+    }
+    ft_ctx_free(ctx);
+    return rc;
+}
+
 static int cmd_info(int argc, char **argv) {
     args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
-    if (a.list_presets) {
-        for (int i = 0; ft_preset_name(i); i++) printf("%s\n", ft_preset_name(i));
-        return 0;
-    }
+    if (a.list_presets) return list_presets(&a);
     if (!a.model) return usage("info needs a MODEL");
     ft_ctx *ctx = make_ctx(&a, FT_DEVICE_CPU, &rc);
     if (!ctx) return rc;
@@ -317,12 +349,113 @@ static int cmd_info(int argc, char **argv) {
 
 /* ---- bench ---- */
 
+typedef struct bench_result {
+    const prov *pv;
+    const char *date;
+    long long length;
+    double mean, first, profiled_ms;
+    const double *times; /* sorted, synchronized protocol only */
+    ft_mem_stats mem;
+} bench_result;
+
+/* `bench --json FILE`: every statistic, the config, provenance, the plan's counts
+ * and the overhead metrics of the profiled pass when there was one. Written beside
+ * the target and renamed, so a failed run leaves no half file. */
+static int bench_json(const args *a, ft_ctx *ctx, const ft_model *m, const ft_profiler *prof,
+                      const bench_result *r) {
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", a->json, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return fail("cannot write %s", tmp);
+    fputs("{\n  \"schema\": \"ftengine-bench/1\",\n  \"provenance\": {\n", f);
+    prov_json(f, r->pv, r->date, "    ");
+    fputs("\n  },\n  \"config\": {\"model\": ", f);
+    json_str(f, a->model);
+    fputs(", \"arch\": ", f);
+    json_str(f, ft_model_arch(m));
+    fprintf(f, ", \"device\": \"%s\", \"mode\": \"%s\", \"dtype\": \"%s\", \"batch\": %lld, "
+               "\"length\": %lld, \"protocol\": \"%s\", \"iters\": %d, \"warmup\": %d, \"op_cost_us\": ",
+            ft_device_name(a->device), ft_mode_name(a->mode), ft_dtype_name(a->dtype), a->batch, r->length,
+            a->paper ? "paper" : "sync", a->iters, a->warmup);
+    json_num(f, a->op_cost_us >= 0 ? a->op_cost_us : NAN);
+    fputs(", \"mem_limit\": ", f);
+    json_num(f, a->mem_limit ? (double)a->mem_limit : NAN);
+    fprintf(f, ", \"params\": %lld},\n  \"latency_ms\": {\"mean\": ", (long long)ft_model_param_count(m));
+    json_num(f, r->mean);
+    fputs(", \"first\": ", f);
+    json_num(f, r->first);
+    if (!a->paper) {
+        const double *t = r->times;
+        int n = a->iters;
+        double var = 0;
+        for (int i = 0; i < n; i++) var += (t[i] - r->mean) * (t[i] - r->mean);
+        const char *k[] = {"median", "min", "p90", "max", "stdev"};
+        double v[] = {t[n / 2], t[0], t[(int)(n * 0.9)], t[n - 1], n > 1 ? sqrt(var / (n - 1)) : 0};
+        for (int i = 0; i < 5; i++) {
+            fprintf(f, ", \"%s\": ", k[i]);
+            json_num(f, v[i]);
+        }
+    }
+    fprintf(f, "},\n  \"memory\": {\"peak_bytes\": %zu, \"reserved_bytes\": %zu, \"system_allocations\": "
+               "%llu},\n  \"graph\": ",
+            r->mem.peak_allocated, r->mem.reserved, (unsigned long long)r->mem.n_sys_alloc);
+    ft_graph_stats g;
+    if (ft_model_graph_stats(m, &g) == FT_OK && g.valid)
+        fprintf(f, "{\"kernels_per_forward\": %d, \"eager_kernels\": %d, \"graph_launches\": %d, "
+                   "\"captured\": %s, \"graph_nodes\": %d, \"arena_bytes\": %zu, \"trace_ms\": %.4f, "
+                   "\"passes_ms\": %.4f, \"plan_ms\": %.4f, \"capture_ms\": %.4f, \"instantiate_ms\": %.4f}",
+                g.kernels_per_forward, g.traced_kernels, g.graph_launches, g.captured ? "true" : "false",
+                g.graph_nodes, g.arena_bytes, g.trace_ms, g.passes_ms, g.plan_ms, g.capture_ms,
+                g.instantiate_ms);
+    else
+        fputs("null", f);
+    /* kernels per forward: the plan's in graph/static mode, else the profiled pass's launches */
+    ft_profile_summary s;
+    int have_s = prof && ft_profiler_summary(prof, &s) == FT_OK && s.valid;
+    fputs(",\n  \"kernels_per_forward\": ", f);
+    if (ft_model_graph_stats(m, &g) == FT_OK && g.valid) fprintf(f, "%d", g.kernels_per_forward);
+    else if (have_s) json_num(f, (double)(s.ops + s.ops_dropped) / a->iters);
+    else fputs("null", f);
+    fputs(",\n  \"overhead\": ", f);
+    if (have_s) {
+        double k = 1.0 / a->iters;
+        fputs("{\"profiled_ms\": ", f);
+        json_num(f, r->profiled_ms);
+        fputs(", \"observer_cost_ms\": ", f);
+        json_num(f, r->profiled_ms - r->mean);
+        fprintf(f, ", \"ops_per_forward\": %.1f, \"busy_source\": \"%s\", \"busy_ms\": ",
+                (double)(s.ops + s.ops_dropped) * k, busy_source_text(s.busy_source));
+        int busy = s.busy_source != FT_BUSY_NONE;
+        json_num(f, busy ? s.busy_us * 1e-3 * k : NAN);
+        fputs(", \"overhead_ms\": ", f);
+        json_num(f, busy ? s.overhead_us * 1e-3 * k : NAN);
+        fputs(", \"overhead_share\": ", f);
+        json_num(f, busy && s.wall_us > 0 ? s.overhead_us / s.wall_us : NAN);
+        fputs(", \"utilization\": ", f);
+        json_num(f, busy ? s.utilization : NAN);
+        fputs(", \"kernels\": ", f);
+        json_num(f, s.cupti ? (double)s.kernels * k : NAN);
+        fputs("}", f);
+    } else {
+        fputs("null", f);
+    }
+    fputs("\n}\n", f);
+    (void)ctx;
+    if (fclose(f) != 0 || rename(tmp, a->json) != 0) {
+        unlink(tmp);
+        return fail("cannot write %s", a->json);
+    }
+    return 0;
+}
+
 
 static int cmd_bench(int argc, char **argv) {
     args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     if (!a.model) return usage("bench needs a MODEL");
+    if (a.resume) return usage("--resume belongs to sweep");
+    csv_alias(&a, "bench");
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_profiler *prof = NULL;
@@ -339,7 +472,15 @@ static int cmd_bench(int argc, char **argv) {
         ft_ctx_free(ctx);
         return rc;
     }
+    /* big presets take a while to initialise and time: say so on a terminal (only there:
+     * logs of scripted benches stay as they were) */
+    int tty = isatty(2);
+    double t_load = now_ms();
+    if (tty) fprintf(stderr, "bench: loading %s ...", a.model);
     m = load(ctx, &a, &rc);
+    if (tty)
+        fprintf(stderr, m ? "\r\033[Kbench: loaded in %.1f s; timing %d forwards after %d warm-up ..."
+                          : "\r\033[K", (now_ms() - t_load) / 1e3, a.iters, a.warmup);
     if (!m) {
         ft_profiler_free(prof);
         ft_ctx_free(ctx);
@@ -354,16 +495,22 @@ static int cmd_bench(int argc, char **argv) {
         rc = fail("%s", times ? ft_ctx_errmsg(ctx) : "out of host memory");
         goto done;
     }
-    double first = 0, mean = 0;
-    if ((rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean)))
-        goto done;
+    double first = 0, mean = 0, profiled_ms = NAN;
+    rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean);
+    if (tty) fputs("\r\033[K", stderr);
+    if (rc) goto done;
     ft_mem_stats ms = ft_ctx_mem_stats(ctx);
+    prov pv;
+    prov_fill(&pv, ctx, &a);
+    char date[32];
+    prov_date(date, sizeof date);
     const char *unit;
-    long long len = input_length(in, n_in, &unit);
+    long long length = input_length(in, n_in, &unit);
     printf("model: %s (%s), device %s, mode %s, dtype %s, batch %lld, length %lld (%s)\n", a.model,
            ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
-           a.batch, len, unit);
+           a.batch, length, unit);
     printf("device: %s\n", ft_ctx_device_label(ctx));
+    prov_print(stdout, &pv, date);
     if (a.paper)
         printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
                "%d warmup)\n", mean, a.iters, first, a.warmup);
@@ -406,12 +553,17 @@ static int cmd_bench(int argc, char **argv) {
             goto done;
         }
         double traced = (now_ms() - s) / a.iters, plain = mean;
+        profiled_ms = traced;
         char cost[256];
         ft_cli_observer_cost(traced, plain, cost, sizeof cost);
         printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: %s\n", traced,
                plain, cost);
         if (a.phases) print_phases(stdout, prof, a.iters);
         rc = write_profile(ctx, prof, &a);
+    }
+    if (!rc && a.json) {
+        bench_result br = {&pv, date, length, mean, first, profiled_ms, times, ms};
+        rc = bench_json(&a, ctx, m, prof, &br);
     }
 done:
     free(owned);
@@ -501,6 +653,7 @@ done:
 static int cmd_version(void) {
     ft_build_info b = ft_build_info_get();
     printf("ftengine %s\n", b.version);
+    printf("commit: %s\n", prov_commit());
     if (b.cuda)
         printf("cuda: yes (%d.%d)\n", b.cuda_version / 1000, (b.cuda_version % 1000) / 10);
     else
