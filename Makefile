@@ -119,6 +119,8 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
+# shell tests (tests/test_*.sh), copied next to the C ones; run from the checkout
+SH_TEST_BINS := $(patsubst tests/%.sh,$(BUILD)/tests/%,$(wildcard tests/test_*.sh))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
@@ -164,8 +166,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 # the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
 test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 
-test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
-	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+$(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
+	@mkdir -p $(dir $@)
+	cp $< $@ && chmod +x $@
+
+test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
+	@FT_BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)
