@@ -7,8 +7,9 @@
 # pass/fail line per step. Exits non-zero if any step failed; says "no GPU" and
 # exits 0 on a machine without one.
 #
-# GPU_CHECK_STEPS (default "build test memcheck racecheck kbench"; "sanitize" is
-# memcheck + racecheck) picks steps: tests/gpu_session.sh runs them as separate
+# GPU_CHECK_STEPS (default "build test memcheck racecheck kbench"; "memcheck" is
+# memcheck-ops (the op test) + memcheck-models (the model tests' CUDA tests),
+# "sanitize" is memcheck + racecheck) picks steps: tests/gpu_session.sh runs them as separate
 # stages, each in one timed device call. The build always runs (a no-op when up
 # to date). Each step's log goes to FT_GPU_CHECK_LOGDIR (default
 # BUILD/gpu-check-logs). FT_GPU_SESSION_DRY_RUN=1 prints the commands instead of
@@ -75,7 +76,7 @@ step() {
 }
 
 STEPS=${GPU_CHECK_STEPS:-build test memcheck racecheck kbench}
-STEPS=$(echo " $STEPS " | sed 's/ sanitize / memcheck racecheck /')
+STEPS=$(echo " $STEPS " | sed -e 's/ sanitize / memcheck racecheck /' -e 's/ memcheck / memcheck-ops memcheck-models /')
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 step "build sm_$cap" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 all
@@ -83,7 +84,7 @@ step "build sm_$cap" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 all
 want test && step "make test" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 test
 # the first fused attention kernel, kept for A/B timing, must stay correct too
 want test && step "attention v1" env FT_ATTN_KERNEL=v1 FT_TEST_FILTER=attention "$B/tests/test_cuda_ops"
-if want memcheck || want racecheck; then
+if want memcheck-ops || want memcheck-models || want racecheck; then
     step "test programs" make -j"$J" CUDA_ARCH="$cap" BUILD="$B" EMU=0 test-bins
 fi
 
@@ -98,12 +99,15 @@ own=$(cat kernels/cuda/*.cu | tr '\n' ' ' | sed 's/__launch_bounds__ *([^)]*)//g
     grep -o '__global__[^(;{]*(' | sed 's/ *($//' | awk '{print $NF}' | sort -u)
 race_filter=""
 for k in $own; do race_filter="$race_filter --kernel-name kns=$k"; done
-if want memcheck || want racecheck; then
+if want memcheck-ops || want memcheck-models || want racecheck; then
     echo "gpu-check: under compute-sanitizer the GEMM autotuner is off (FT_GEMM_AUTOTUNE=0)"
     echo "gpu-check: racecheck checks the engine's own kernels only (cuBLAS kernels are left out):$race_filter"
 fi
 for tool in memcheck racecheck; do
-    want $tool || continue
+    case $tool in
+    memcheck) want memcheck-ops || want memcheck-models || continue ;;
+    *) want $tool || continue ;;
+    esac
     if [ -z "$SAN" ]; then
         summary="$summary
   FAIL  compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
@@ -120,6 +124,9 @@ for tool in memcheck racecheck; do
             continue
         fi
         bn=$(basename "$bin")
+        if [ $tool = memcheck ]; then
+            if [ "$bn" = test_cuda_ops ]; then want memcheck-ops || continue; else want memcheck-models || continue; fi
+        fi
         # kernels run far slower under the sanitizer: the op test leaves out
         # its BERT-size cases there (they ran at full speed in `make test`)
         tf=""

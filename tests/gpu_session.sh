@@ -16,14 +16,14 @@
 #   tests/gpu_session.sh STAGE [OUT]    (OUT default build/gpu-session/STAGE)
 #   tests/gpu_session.sh list           the stage names, in the order to run them
 #
-# Stages: check-test check-memcheck check-racecheck check-kbench bench-models
+# Stages: check-test check-memcheck-ops check-memcheck-models check-racecheck check-kbench bench-models
 # bench-ab bench-curves baselines golden. Each step gets the time left of the
 # stage's budget (GPU_SESSION_BUDGET_S, default 450 s) as its timeout, so a
 # stage that runs long still bundles and returns what it has.
 # FT_GPU_SESSION_DRY_RUN=1 logs the commands instead of running them (and writes
 # placeholder output files), for tests/test_gpu_session.sh; FT_NVIDIA_SMI names
 # the nvidia-smi to ask (default: the one on PATH).
-STAGES="check-test check-memcheck check-racecheck check-kbench bench-models bench-ab bench-curves baselines golden"
+STAGES="check-test check-memcheck-ops check-memcheck-models check-racecheck check-kbench bench-models bench-ab bench-curves baselines golden"
 stage=${1:-}
 usage() {
     echo "usage: tests/gpu_session.sh STAGE [OUT]   (STAGE: $STAGES; or: list)" >&2
@@ -243,7 +243,8 @@ check() { # check STEPS: tests/gpu_check.sh with its step logs in the bundle
 
 case "$stage" in
 check-test) check "test" ;;
-check-memcheck) check "memcheck" ;;
+check-memcheck-ops) check "memcheck-ops" ;;
+check-memcheck-models) check "memcheck-models" ;;
 check-racecheck) check "racecheck" ;;
 check-kbench) check "kbench" ;;
 bench-models)
