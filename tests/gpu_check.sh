@@ -54,7 +54,7 @@ mkdir -p "$logdir"
 step() {
     sname=$1
     shift
-    log="$logdir/$(echo "$sname" | tr -c 'A-Za-z0-9.-' '_').log"
+    log="$logdir/$(printf '%s' "$sname" | tr -c 'A-Za-z0-9.-' '_').log"
     echo "== $sname: $*"
     t0=$(date +%s)
     if [ "$DRY" = 1 ]; then

@@ -174,8 +174,9 @@ KEYS='^(model|device|latency|gemm|graph: (trace|kernels)|profile|gpu-check|  (PA
 
 # step NAME CMD...: runs CMD with the stage's time left as its timeout, its
 # output in steps/NN-NAME.log (in the bundle); the log gets the command, exit
-# status, seconds and key lines. REAL=1 runs CMD even in a dry run (scripts
-# that honour FT_GPU_SESSION_DRY_RUN themselves).
+# status, seconds and key lines. With real_run=1 CMD runs even in a dry run
+# (scripts that honour FT_GPU_SESSION_DRY_RUN themselves).
+real_run=0
 step() {
     name=$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_')
     shift
@@ -190,7 +191,7 @@ step() {
         failed=$((failed + 1))
         return 1
     fi
-    if [ "$DRY" = 1 ] && [ "${REAL:-0}" != 1 ]; then
+    if [ "$DRY" = 1 ] && [ "$real_run" != 1 ]; then
         dry "$@" >"$slog" 2>&1
     else
         timeout -k 10 $left "$@" >"$slog" 2>&1
@@ -237,8 +238,10 @@ bench() { # bench MODEL MODE [ARGS...]: fp16 batch 1, 200 iterations unless ARGS
         --warmup 20 "$@"
 }
 check() { # check STEPS: tests/gpu_check.sh with its step logs in the bundle
-    REAL=1 step "gpu-check-$(echo "$1" | tr ' ' '-')" env GPU_CHECK_STEPS="$1" FT_GPU_BUILD="$B" \
+    real_run=1
+    step "gpu-check-$(echo "$1" | tr ' ' '-')" env GPU_CHECK_STEPS="$1" FT_GPU_BUILD="$B" \
         FT_GPU_CHECK_LOGDIR="$W/gpu-check" FT_NVIDIA_SMI="$SMI" sh tests/gpu_check.sh
+    real_run=0
 }
 
 case "$stage" in
