@@ -33,6 +33,7 @@
 #ifdef FT_WITH_CUPTI
 #include <cupti.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -57,7 +58,17 @@ static struct {
     unsigned long long ever;    /* kinds ever enabled */
     uint64_t traced, untraced;  /* stream-work API calls made with / without tracing on */
     int stalls;                 /* buffer requests that did not return within 2 s */
+    int subscriptions;          /* successful cuptiSubscribe calls */
 } C;
+
+/* FT_EMU_CUPTI_REPORT=1: one line on stderr at exit, for tests of whole
+ * programs (tests/emu/test_cupti_timed_loops.sh). */
+__attribute__((destructor)) static void report(void) {
+    const char *e = getenv("FT_EMU_CUPTI_REPORT");
+    if (e && atoi(e))
+        fprintf(stderr, "fake CUPTI: %d subscriptions, %llu API calls traced, %llu untraced\n", C.subscriptions,
+                (unsigned long long)C.traced, (unsigned long long)C.untraced);
+}
 
 int ft_emu_cupti_subscribed(void) {
     pthread_mutex_lock(&cu_mu);
@@ -305,6 +316,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackF
                                                           : CUPTI_SUCCESS;
     if (r == CUPTI_SUCCESS) {
         C.subscribed = 1;
+        C.subscriptions++;
         *sub = (CUpti_SubscriberHandle)&C;
     }
     pthread_mutex_unlock(&cu_mu);
