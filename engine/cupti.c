@@ -63,6 +63,8 @@ static struct {
     int state;            /* 0 not set up, 1 set up, -1 unusable */
     int attached;         /* subscribed and enabled (a window is open) */
     int registered;       /* buffer and timestamp callbacks registered (once) */
+    int api_kinds;        /* API records by whole kinds (no per-API control here) */
+    uint8_t rt_on[16], drv_on[32]; /* which of runtime_cbids / driver_cbids are on */
     char why[192];
     CUpti_SubscriberHandle sub;
     /* buffer pool */
@@ -312,15 +314,45 @@ static const CUpti_CallbackId driver_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(N_OF(runtime_cbids) <= sizeof g.rt_on && N_OF(driver_cbids) <= sizeof g.drv_on,
+               "room for the callback ids' flags");
 
-/* Turns off what attach() turned on (the first n_kinds kinds, n_rt / n_drv
- * callback ids) and unsubscribes; errors here change nothing more. g.life held. */
-static void detach(size_t n_kinds, size_t n_rt, size_t n_drv) {
-    for (size_t i = 0; i < n_drv; i++) (void)cuptiActivityEnableDriverApi(driver_cbids[i], 0);
-    for (size_t i = 0; i < n_rt; i++) (void)cuptiActivityEnableRuntimeApi(runtime_cbids[i], 0);
+/* Turns off what attach() turned on (the first n_kinds kinds, the API records)
+ * and unsubscribes; errors here change nothing more. g.life held. */
+static void detach(size_t n_kinds) {
+    if (g.api_kinds) {
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    } else {
+        for (size_t i = 0; i < N_OF(driver_cbids); i++)
+            if (g.drv_on[i]) (void)cuptiActivityEnableDriverApi(driver_cbids[i], 0);
+        for (size_t i = 0; i < N_OF(runtime_cbids); i++)
+            if (g.rt_on[i]) (void)cuptiActivityEnableRuntimeApi(runtime_cbids[i], 0);
+    }
+    memset(g.rt_on, 0, sizeof g.rt_on);
+    memset(g.drv_on, 0, sizeof g.drv_on);
+    g.api_kinds = 0;
     for (size_t i = 0; i < n_kinds; i++) (void)cuptiActivityDisable(kinds_enabled[i]);
     (void)cuptiUnsubscribe(g.sub);
     g.attached = 0;
+}
+
+/* API records of the launch/copy calls, per callback id; a callback id this
+ * CUPTI refuses is left out. If it refuses all of them (a CUPTI without
+ * per-API control), the whole RUNTIME and DRIVER kinds instead: more records,
+ * but no GEMM left unlinked. g.life held. */
+static CUptiResult enable_api_records(void) {
+    size_t on = 0;
+    for (size_t i = 0; i < N_OF(runtime_cbids); i++)
+        on += (g.rt_on[i] = cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS);
+    for (size_t i = 0; i < N_OF(driver_cbids); i++)
+        on += (g.drv_on[i] = cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS);
+    if (on) return CUPTI_SUCCESS;
+    CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (r == CUPTI_SUCCESS && (r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER)) != CUPTI_SUCCESS)
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    g.api_kinds = r == CUPTI_SUCCESS;
+    return r;
 }
 
 /* Subscribes and enables collection for one window; g.life held, g.mu not (CUPTI
@@ -351,23 +383,19 @@ static ft_status attach(char *msg, size_t msg_size) {
         }
         g.registered = r == CUPTI_SUCCESS;
     }
-    size_t n_kinds = 0, n_rt = 0, n_drv = 0;
+    size_t n_kinds = 0;
     for (; r == CUPTI_SUCCESS && n_kinds < N_OF(kinds_enabled); n_kinds++) {
         step = "cuptiActivityEnable";
         if ((r = cuptiActivityEnable(kinds_enabled[n_kinds])) != CUPTI_SUCCESS) break;
     }
-    for (; r == CUPTI_SUCCESS && n_rt < N_OF(runtime_cbids); n_rt++) {
-        step = "cuptiActivityEnableRuntimeApi";
-        if ((r = cuptiActivityEnableRuntimeApi(runtime_cbids[n_rt], 1)) != CUPTI_SUCCESS) break;
-    }
-    for (; r == CUPTI_SUCCESS && n_drv < N_OF(driver_cbids); n_drv++) {
-        step = "cuptiActivityEnableDriverApi";
-        if ((r = cuptiActivityEnableDriverApi(driver_cbids[n_drv], 1)) != CUPTI_SUCCESS) break;
+    if (r == CUPTI_SUCCESS) {
+        step = "cuptiActivityEnableRuntimeApi/DriverApi";
+        r = enable_api_records();
     }
     g.attached = 1;
     if (r != CUPTI_SUCCESS) {
         set_msg(msg, msg_size, "%s failed: %s (%d): CUPTI off, host timers only", step, r);
-        detach(n_kinds, n_rt, n_drv);
+        detach(n_kinds);
         return FT_ERR_UNSUPPORTED;
     }
     return FT_OK;
@@ -439,7 +467,7 @@ ft_status ft_cupti_window_begin(char *msg, size_t msg_size) {
     if (st == FT_OK) {
         /* anything delivered from before the window is dropped, not counted */
         st = flush("window start", msg, msg_size);
-        if (st != FT_OK) detach(N_OF(kinds_enabled), N_OF(runtime_cbids), N_OF(driver_cbids));
+        if (st != FT_OK) detach(N_OF(kinds_enabled));
     }
     if (st == FT_OK) {
         size_t lost = 0;
@@ -468,7 +496,7 @@ ft_status ft_cupti_window_end(char *msg, size_t msg_size) {
     }
     ft_status st = flush("window end", msg, msg_size);
     /* nothing stays subscribed or enabled outside a window */
-    detach(N_OF(kinds_enabled), N_OF(runtime_cbids), N_OF(driver_cbids));
+    detach(N_OF(kinds_enabled));
     pthread_mutex_unlock(&g.life);
     pthread_mutex_lock(&g.mu);
     g.collecting = 0;

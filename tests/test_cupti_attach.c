@@ -80,6 +80,22 @@ static void test_cuda_cupti_attach_per_window(void) {
     CHECK_OK(ctx, ft_model_forward(m, g.in, g.n_in));
     CHECK_OK(ctx, ft_ctx_sync(ctx));
     CHECK(ft_emu_cupti_traced_calls() == before, "API calls traced after the windows closed");
+    /* a CUPTI without per-API control: the whole kinds instead, GEMMs still linked */
+    setenv("FT_EMU_CUPTI_NO_API_ENABLE", "1", 1);
+    CHECK_OK(ctx, ft_profiler_start(p));
+    CHECK_OK(ctx, ft_model_forward(m, g.in, g.n_in));
+    CHECK_OK(ctx, ft_profiler_stop(p));
+    unsetenv("FT_EMU_CUPTI_NO_API_ENABLE");
+    ft_profile_summary s;
+    ft_profiler_summary(p, &s);
+    CHECK(s.cupti && s.kernels > 0 && s.kernels_unlinked == 0 && s.launches > 0,
+          "without per-API control: CUPTI %d, %lld kernels, %lld unlinked (%s)", s.cupti, (long long)s.kernels,
+          (long long)s.kernels_unlinked, s.cupti_note);
+    CHECK(!ft_emu_cupti_subscribed(), "still subscribed after stop");
+    before = ft_emu_cupti_traced_calls();
+    CHECK_OK(ctx, ft_model_forward(m, g.in, g.n_in));
+    CHECK_OK(ctx, ft_ctx_sync(ctx));
+    CHECK(ft_emu_cupti_traced_calls() == before, "API calls traced after the fallback window closed");
 out:
     ft_profiler_free(p);
     ft_model_free(m);

@@ -21,7 +21,8 @@
  * - timestamps come from the registered timestamp callback.
  * FT_EMU_CUPTI_BUSY=1 makes cuptiSubscribe fail as with another client attached.
  * API records per callback id (cuptiActivityEnableRuntimeApi/DriverApi) as well
- * as per kind. FT_EMU_CUPTI_REQ_IN_ENABLE=1 makes cuptiActivityEnable ask the
+ * as per kind (FT_EMU_CUPTI_NO_API_ENABLE=1 refuses the per-id calls, as a
+ * CUPTI without them would). FT_EMU_CUPTI_REQ_IN_ENABLE=1 makes cuptiActivityEnable ask the
  * client for a buffer from inside the call (another thread, waited for up to
  * 2 s: a client holding its buffer lock across the enable stalls there, and
  * the stall is counted). What a test can ask (ft_emu_cupti_*, below): whether
@@ -472,7 +473,10 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
 }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { return set_kind(k, 0); }
 
+/* FT_EMU_CUPTI_NO_API_ENABLE=1: a CUPTI without per-API control */
 static CUptiResult set_api(int driver, CUpti_CallbackId cbid, uint8_t on) {
+    const char *no = getenv("FT_EMU_CUPTI_NO_API_ENABLE");
+    if (no && atoi(no)) return CUPTI_ERROR_NOT_SUPPORTED;
     if (cbid >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&cu_mu);
     C.api_on[driver][cbid] = on ? 1 : 0;
