@@ -123,6 +123,8 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
+# shell tests (tests/test_*.sh), copied next to the C ones; run from the checkout
+SH_TEST_BINS := $(patsubst tests/%.sh,$(BUILD)/tests/%,$(wildcard tests/test_*.sh))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
@@ -188,15 +190,18 @@ test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
 examples: $(EXAMPLE_BINS)
 	@echo "ftengine: built $(EXAMPLE_BINS)"
 
-# shell tests (tests/test_*.sh): the installed library through pkg-config, the docs' commands
-TEST_SCRIPTS := $(wildcard tests/test_*.sh)
+# shell tests (tests/test_*.sh: the GPU session's file limits, the baselines' Python, the
+# installed library through pkg-config, the docs' commands), copied beside the test programs
+$(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
+	@mkdir -p $(dir $@)
+	cp $< $@ && chmod +x $@
 # the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib
 PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py)
 
-test check: all $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
+test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
 	$(PTXAS_CHECK)
 	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py not run")
-	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(TEST_SCRIPTS) $(PY_TESTS)
+	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)

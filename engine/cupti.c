@@ -7,12 +7,26 @@
  * Design choices, after the CUPTI notes in shared/specs/tracing.md:
  * - One time domain: a timestamp callback returning ft_prof_now_ns() is
  *   registered before any activity kind is enabled.
- * - Enabled once per process and never disabled or finalized (toggling and
- *   teardown are where CUPTI's graph and session bugs live); windows are
- *   separated by a `collecting` flag, records outside a window are discarded.
+ * - Attached only while a window is open: ft_cupti_window_begin subscribes
+ *   and enables the activity kinds, ft_cupti_window_end disables them and
+ *   unsubscribes, so work timed outside a started profiler (the headline
+ *   latencies of bench, sweep, framework_tax) runs with no CUPTI subscriber
+ *   and nothing enabled. Never finalized (cuptiFinalize and graphs crashed
+ *   before CUDA 12.6). The one caveat of attaching per window: CUPTI before
+ *   13.1 Update 1 could give graph launches wrong correlation ids in
+ *   sessions after the first (release notes); the replay attribution of a
+ *   later window reports what it could not attribute rather than guess.
  * - cuptiSubscribe first: if another CUPTI client (Nsight Systems/Compute,
  *   compute-sanitizer) is attached it fails, and the profiler goes on with
  *   its host timers only.
+ * - API records only of the calls that launch or copy (launch, memcpy,
+ *   memset, graph launch; runtime and driver), enabled per callback id, not
+ *   the whole RUNTIME and DRIVER kinds: every other API call of the process
+ *   stays untraced.
+ * - Two locks: `life` serialises attach/detach (it is held across CUPTI
+ *   calls); `mu` guards the buffer pool and the record store and is the only
+ *   one CUPTI's buffer callbacks take, so a callback CUPTI makes from inside
+ *   cuptiSubscribe / cuptiActivityEnable cannot deadlock on it.
  * - Buffers come from a pool allocated up front; when it is empty CUPTI gets
  *   NULL and counts the records it drops. Records are copied out of the
  *   buffers into a store sized by the profiler; a full store counts drops too.
@@ -44,8 +58,13 @@ typedef struct ext_pair {
 } ext_pair;
 
 static struct {
-    pthread_mutex_t mu;
-    int state; /* 0 not tried, 1 enabled, -1 unusable */
+    pthread_mutex_t life; /* attach / detach; never taken by CUPTI's callbacks */
+    pthread_mutex_t mu;   /* pool and store; the buffer callbacks take it */
+    int state;            /* 0 not set up, 1 set up, -1 unusable */
+    int attached;         /* subscribed and enabled (a window is open) */
+    int registered;       /* buffer and timestamp callbacks registered (once) */
+    int api_kinds;        /* API records by whole kinds (no per-API control here) */
+    uint8_t rt_on[16], drv_on[32]; /* which of runtime_cbids / driver_cbids are on */
     char why[192];
     CUpti_SubscriberHandle sub;
     /* buffer pool */
@@ -63,7 +82,7 @@ static struct {
     uint32_t name_off[NAME_SLOTS];
     uint32_t cbid_off[2][CBID_SLOTS]; /* runtime, driver; 0: not cached (offset 0 is "?") */
     uint64_t dropped, overhead_ns;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} g = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void set_msg(char *msg, size_t n, const char *fmt, const char *what, CUptiResult r) {
     const char *rs = NULL;
@@ -265,81 +284,162 @@ static int reserve(size_t n) {
     return 0;
 }
 
-/* DRIVER as well as RUNTIME: an external correlation record is written only
- * beside an API record, and cuBLAS(Lt) launches its kernels through the driver
- * API, so without driver records every GEMM kernel would be left unlinked
- * (flashinfer#2145 hit exactly this with torch.matmul). */
+/* Device work and its links; the API records come per callback id (below). */
 static const CUpti_ActivityKind kinds_enabled[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    CUPTI_ACTIVITY_KIND_OVERHEAD};
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
 
-/* The one-time set-up; g.mu held. Fills g.why and returns -1 on failure. */
-static int enable(void) {
+/* The API calls whose records carry the external correlation to device work:
+ * the engine's launches and copies (runtime API), and the driver API's, as
+ * cuBLAS(Lt) launches its kernels through the driver (without those every
+ * GEMM kernel would be left unlinked, as flashinfer#2145 hit with
+ * torch.matmul). Nothing else is recorded. */
+static const CUpti_CallbackId runtime_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,        CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,        CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,       CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000};
+static const CUpti_CallbackId driver_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,            CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,     CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,          CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(N_OF(runtime_cbids) <= sizeof g.rt_on && N_OF(driver_cbids) <= sizeof g.drv_on,
+               "room for the callback ids' flags");
+
+/* Turns off what attach() turned on (the first n_kinds kinds, the API records)
+ * and unsubscribes; errors here change nothing more. g.life held. */
+static void detach(size_t n_kinds) {
+    if (g.api_kinds) {
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    } else {
+        for (size_t i = 0; i < N_OF(driver_cbids); i++)
+            if (g.drv_on[i]) (void)cuptiActivityEnableDriverApi(driver_cbids[i], 0);
+        for (size_t i = 0; i < N_OF(runtime_cbids); i++)
+            if (g.rt_on[i]) (void)cuptiActivityEnableRuntimeApi(runtime_cbids[i], 0);
+    }
+    memset(g.rt_on, 0, sizeof g.rt_on);
+    memset(g.drv_on, 0, sizeof g.drv_on);
+    g.api_kinds = 0;
+    for (size_t i = 0; i < n_kinds; i++) (void)cuptiActivityDisable(kinds_enabled[i]);
+    (void)cuptiUnsubscribe(g.sub);
+    g.attached = 0;
+}
+
+/* API records of the launch/copy calls, per callback id; a callback id this
+ * CUPTI refuses is left out. If it refuses all of them (a CUPTI without
+ * per-API control), the whole RUNTIME and DRIVER kinds instead: more records,
+ * but no GEMM left unlinked. g.life held. */
+static CUptiResult enable_api_records(void) {
+    size_t on = 0;
+    for (size_t i = 0; i < N_OF(runtime_cbids); i++)
+        on += (g.rt_on[i] = cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS);
+    for (size_t i = 0; i < N_OF(driver_cbids); i++)
+        on += (g.drv_on[i] = cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS);
+    if (on) return CUPTI_SUCCESS;
+    CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (r == CUPTI_SUCCESS && (r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER)) != CUPTI_SUCCESS)
+        (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    g.api_kinds = r == CUPTI_SUCCESS;
+    return r;
+}
+
+/* Subscribes and enables collection for one window; g.life held, g.mu not (CUPTI
+ * may ask for a buffer from inside these calls). Fills msg on failure. */
+static ft_status attach(char *msg, size_t msg_size) {
     CUptiResult r = cuptiSubscribe(&g.sub, (CUpti_CallbackFunc)noop_cb, NULL);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        snprintf(g.why, sizeof g.why,
-                 "another CUPTI client is attached (Nsight Systems/Compute, compute-sanitizer?): "
-                 "CUPTI off, host timers only");
-        return -1;
+        if (msg && msg_size)
+            snprintf(msg, msg_size, "another CUPTI client is attached (Nsight Systems/Compute, "
+                                    "compute-sanitizer?): CUPTI off, host timers only");
+        return FT_ERR_UNSUPPORTED;
     }
     if (r != CUPTI_SUCCESS) {
-        set_msg(g.why, sizeof g.why, "%s failed: %s (%d)", "cuptiSubscribe", r);
-        return -1;
-    }
-    g.str = (char *)malloc(STR_BYTES);
-    if (!g.str) {
-        snprintf(g.why, sizeof g.why, "out of host memory for CUPTI names");
-        cuptiUnsubscribe(g.sub);
-        return -1;
-    }
-    memcpy(g.str, "?", 2);
-    g.n_str = 2;
-    for (int i = 0; i < POOL_PREFILL; i++) {
-        uint8_t *b = (uint8_t *)aligned_alloc(8, BUF_BYTES);
-        if (!b) break;
-        g.free_buf[g.n_free++] = b;
-        g.n_bufs++;
+        set_msg(msg, msg_size, "%s failed: %s (%d): CUPTI off, host timers only", "cuptiSubscribe", r);
+        return FT_ERR_UNSUPPORTED;
     }
     const char *step = "cuptiActivityRegisterCallbacks";
-    r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    if (r == CUPTI_SUCCESS) {
-        step = "cuptiActivityRegisterTimestampCallback";
-        r = cuptiActivityRegisterTimestampCallback(timestamp_cb);
+    if (!g.registered) {
+        /* process-wide, once: the timestamp callback is never registered again */
+        r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+        if (r == CUPTI_SUCCESS) {
+            step = "cuptiActivityRegisterTimestampCallback";
+            r = cuptiActivityRegisterTimestampCallback(timestamp_cb);
+        }
+        if (r == CUPTI_SUCCESS) {
+            step = "cuptiSetThreadIdType";
+            r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        }
+        g.registered = r == CUPTI_SUCCESS;
     }
-    if (r == CUPTI_SUCCESS) {
-        step = "cuptiSetThreadIdType";
-        r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    }
-    size_t n_on = 0;
-    for (; r == CUPTI_SUCCESS && n_on < sizeof kinds_enabled / sizeof kinds_enabled[0]; n_on++) {
+    size_t n_kinds = 0;
+    for (; r == CUPTI_SUCCESS && n_kinds < N_OF(kinds_enabled); n_kinds++) {
         step = "cuptiActivityEnable";
-        r = cuptiActivityEnable(kinds_enabled[n_on]);
-        if (r != CUPTI_SUCCESS) break;
+        if ((r = cuptiActivityEnable(kinds_enabled[n_kinds])) != CUPTI_SUCCESS) break;
     }
+    if (r == CUPTI_SUCCESS) {
+        step = "cuptiActivityEnableRuntimeApi/DriverApi";
+        r = enable_api_records();
+    }
+    g.attached = 1;
     if (r != CUPTI_SUCCESS) {
-        set_msg(g.why, sizeof g.why, "%s failed: %s (%d): CUPTI off, host timers only", step, r);
-        /* undo what was turned on; errors here change nothing more */
-        for (size_t i = 0; i < n_on; i++) (void)cuptiActivityDisable(kinds_enabled[i]);
-        (void)cuptiUnsubscribe(g.sub);
+        set_msg(msg, msg_size, "%s failed: %s (%d): CUPTI off, host timers only", step, r);
+        detach(n_kinds);
+        return FT_ERR_UNSUPPORTED;
+    }
+    return FT_OK;
+}
+
+/* The one-time set-up of what does not touch CUPTI: names, buffers. g.life held. */
+static int setup(void) {
+    pthread_mutex_lock(&g.mu);
+    g.str = (char *)malloc(STR_BYTES);
+    if (g.str) {
+        memcpy(g.str, "?", 2);
+        g.n_str = 2;
+        for (int i = 0; i < POOL_PREFILL; i++) {
+            uint8_t *b = (uint8_t *)aligned_alloc(8, BUF_BYTES);
+            if (!b) break;
+            g.free_buf[g.n_free++] = b;
+            g.n_bufs++;
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (!g.str) {
+        snprintf(g.why, sizeof g.why, "out of host memory for CUPTI names");
         return -1;
     }
     return 0;
 }
 
 ft_status ft_cupti_acquire(size_t max_records, char *msg, size_t msg_size) {
-    pthread_mutex_lock(&g.mu);
-    if (g.state == 0) g.state = enable() == 0 ? 1 : -1;
+    pthread_mutex_lock(&g.life);
+    if (g.state == 0) g.state = setup() == 0 ? 1 : -1;
     ft_status st = FT_OK;
     if (g.state < 0) {
         if (msg && msg_size) snprintf(msg, msg_size, "%s", g.why);
         st = FT_ERR_UNSUPPORTED;
-    } else if (!g.collecting && reserve(max_records ? max_records : 1) != 0) {
-        if (msg && msg_size) snprintf(msg, msg_size, "out of host memory for %zu CUPTI records", max_records);
-        st = FT_ERR_OOM;
+    } else {
+        pthread_mutex_lock(&g.mu);
+        int bad = !g.collecting && reserve(max_records ? max_records : 1) != 0;
+        pthread_mutex_unlock(&g.mu);
+        if (bad) {
+            if (msg && msg_size) snprintf(msg, msg_size, "out of host memory for %zu CUPTI records", max_records);
+            st = FT_ERR_OOM;
+        }
     }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&g.life);
     return st;
 }
 
@@ -353,28 +453,33 @@ static ft_status flush(const char *when, char *msg, size_t msg_size) {
 }
 
 ft_status ft_cupti_window_begin(char *msg, size_t msg_size) {
-    pthread_mutex_lock(&g.mu);
-    int busy = g.collecting, on = g.state > 0;
-    pthread_mutex_unlock(&g.mu);
-    if (!on) {
-        if (msg && msg_size) snprintf(msg, msg_size, "CUPTI is not enabled");
-        return FT_ERR_UNSUPPORTED;
-    }
-    if (busy) {
+    pthread_mutex_lock(&g.life);
+    ft_status st = FT_OK;
+    if (g.state <= 0) {
+        if (msg && msg_size) snprintf(msg, msg_size, "CUPTI is not set up");
+        st = FT_ERR_UNSUPPORTED;
+    } else if (g.attached) {
         if (msg && msg_size) snprintf(msg, msg_size, "another profiler window is open in this process");
-        return FT_ERR_INVALID_ARG;
+        st = FT_ERR_INVALID_ARG;
+    } else {
+        st = attach(msg, msg_size);
     }
-    /* records of work done before the window arrive now, while not collecting */
-    ft_status st = flush("window start", msg, msg_size);
-    if (st != FT_OK) return st;
-    size_t lost = 0;
-    (void)cuptiActivityGetNumDroppedRecords(NULL, 0, &lost); /* reset the counter */
-    pthread_mutex_lock(&g.mu);
-    g.n_rec = g.n_ext = 0;
-    g.dropped = g.overhead_ns = 0;
-    g.collecting = 1;
-    pthread_mutex_unlock(&g.mu);
-    return FT_OK;
+    if (st == FT_OK) {
+        /* anything delivered from before the window is dropped, not counted */
+        st = flush("window start", msg, msg_size);
+        if (st != FT_OK) detach(N_OF(kinds_enabled));
+    }
+    if (st == FT_OK) {
+        size_t lost = 0;
+        (void)cuptiActivityGetNumDroppedRecords(NULL, 0, &lost); /* reset the counter */
+        pthread_mutex_lock(&g.mu);
+        g.n_rec = g.n_ext = 0;
+        g.dropped = g.overhead_ns = 0;
+        g.collecting = 1;
+        pthread_mutex_unlock(&g.mu);
+    }
+    pthread_mutex_unlock(&g.life);
+    return st;
 }
 
 static int cmp_ext(const void *a, const void *b) {
@@ -383,14 +488,16 @@ static int cmp_ext(const void *a, const void *b) {
 }
 
 ft_status ft_cupti_window_end(char *msg, size_t msg_size) {
-    pthread_mutex_lock(&g.mu);
-    int open = g.collecting;
-    pthread_mutex_unlock(&g.mu);
-    if (!open) {
+    pthread_mutex_lock(&g.life);
+    if (!g.attached) {
+        pthread_mutex_unlock(&g.life);
         if (msg && msg_size) snprintf(msg, msg_size, "no CUPTI window is open");
         return FT_ERR_INVALID_ARG;
     }
     ft_status st = flush("window end", msg, msg_size);
+    /* nothing stays subscribed or enabled outside a window */
+    detach(N_OF(kinds_enabled));
+    pthread_mutex_unlock(&g.life);
     pthread_mutex_lock(&g.mu);
     g.collecting = 0;
     /* join: runtime call, kernels, copies share a correlation id; the external

@@ -559,8 +559,7 @@ const char *ft_preset_name(int i);
  *
  *     ft_profiler *p = NULL;
  *     ft_profiler_options po = ft_profiler_options_default();
- *     ft_profiler_create(ctx, &po, &p);        // before loading the model: CUPTI
- *                                              // wants to be on before modules load
+ *     ft_profiler_create(ctx, &po, &p);        // CUPTI is not attached yet
  *     ... load, warm up ...
  *     ft_profiler_start(p);
  *     for (i = 0; i < iters; i++) ft_model_forward(m, in, n);
@@ -594,9 +593,10 @@ const char *ft_preset_name(int i);
  * installed by start and removed by stop). Inside a window each op pays about a
  * dozen clock reads, plus an external-correlation push/pop with CUPTI. Record
  * storage is allocated by create (max_ops records); ops past it are counted in
- * ops_dropped, never allocated on the fly. CUPTI, once enabled by a profiler on a
- * CUDA context, stays enabled for the life of the process (records outside a
- * window are discarded): toggling it is what the CUPTI notes warn against.
+ * ops_dropped, never allocated on the fly. CUPTI is in the process only while a
+ * window is open: start subscribes and enables it (kernel, copy and memset
+ * records, and API records of the launch/copy/memset calls only), stop disables
+ * it and unsubscribes, so work timed with no window open carries no CUPTI cost.
  *
  * One profiler per context; free it before the context. With CUPTI on, one window
  * may be open at a time in the process (CUPTI state is process-wide). Misuse

@@ -231,6 +231,74 @@ static void test_cuda_gemm_tune_not_in_capture(void) {
     free(h);
     ft_ctx_free(c);
 }
+/* A candidate that fails at the call (not NOT_SUPPORTED: EXECUTION_FAILED,
+ * FT_EMU_LT_FAIL_ALGO=1 on the emulator) is skipped: the GEMM runs, no error is
+ * left in the context, and the choice is a candidate that ran (the slow first
+ * guess loses to the third). */
+static void test_cuda_gemm_tune_skips_failing_candidate(void) {
+    if (!emulated()) {
+        SKIP("needs the emulator's fake heuristic to make a candidate fail");
+        return;
+    }
+    set_slow("0");
+    setenv("FT_EMU_LT_FAIL_ALGO", "1", 1);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
+    if (c) {
+        ft_cuda_state *s = ft_cuda_state_of(c);
+        CHECK(gemm_check(c, 19, 43, 31, 0), "GEMM with a failing candidate");
+        const ft_gemm_plan *p = plan_of(c, 19, 43, 31);
+        CHECK(s->gemm_tuned == 1 && p && p->choice == 2, "tuned %llu, choice %d (candidate 1 fails, 0 is slow)",
+              (unsigned long long)s->gemm_tuned, p ? p->choice : -1);
+        CHECK(ft_ctx_status(c) == FT_OK, "an error was left in the context: %s", ft_ctx_errmsg(c));
+    }
+    unsetenv("FT_EMU_LT_FAIL_ALGO");
+    set_slow(NULL);
+    ft_ctx_free(c);
+}
+
+/* Every timed batch of a candidate is queued behind the spin kernel, so the
+ * events bracket device time, not the host's launch calls: in the device
+ * records of a tuning (fake CUPTI), each candidate's timed GEMMs follow a spin. */
+#if defined(FT_CUDA_EMU) && defined(FT_WITH_CUPTI)
+#include "../engine/profiler.h"
+static void test_cuda_gemm_tune_spins_ahead(void) {
+    set_slow(NULL);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_GEMM_AUTOTUNE", NULL);
+    ft_profiler *prof = NULL;
+    if (!c || ft_profiler_create(c, NULL, &prof) != FT_OK) {
+        CHECK(0, "context or profiler: %s", c ? ft_ctx_errmsg(c) : "none");
+        ft_ctx_free(c);
+        return;
+    }
+    CHECK_OK(c, ft_profiler_start(prof));
+    CHECK(gemm_check(c, 23, 37, 53, 0), "GEMM");
+    CHECK_OK(c, ft_profiler_stop(prof));
+    ft_profile_summary sum;
+    ft_profiler_summary(prof, &sum);
+    int spins = 0, gemms_after_spin = 0, bad = 0;
+    for (size_t i = 0; i < prof->n_gpu; i++) {
+        const ft_gpu_rec *g = &prof->gpu[i];
+        if (g->kind != FT_GPU_KERNEL) continue;
+        const char *name = ft_cupti_string(g->name);
+        if (strstr(name, "tune_spin")) {
+            spins++;
+            /* the next device work on the stream is a GEMM of the candidate */
+            const ft_gpu_rec *n = NULL;
+            for (size_t j = i + 1; j < prof->n_gpu && !n; j++)
+                if (prof->gpu[j].kind == FT_GPU_KERNEL) n = &prof->gpu[j];
+            if (n && !strstr(ft_cupti_string(n->name), "tune_spin")) gemms_after_spin++;
+            else bad++;
+        }
+    }
+    /* 3 candidates, each timed in two batches (1 run, then TUNE_REPS - 1) */
+    CHECK(sum.cupti && spins == 6 && gemms_after_spin == 6 && !bad,
+          "CUPTI %d: %d spins, %d followed by a GEMM, %d not", sum.cupti, spins, gemms_after_spin, bad);
+    ft_profiler_free(prof);
+    ft_ctx_free(c);
+}
+#else
+static void test_cuda_gemm_tune_spins_ahead(void) { SKIP("needs the emulator's fake CUPTI"); }
+#endif
 #else
 static void test_cuda_gemm_tune_unbuilt(void) { SKIP("built without CUDA"); }
 #endif
@@ -245,6 +313,8 @@ int main(void) {
     RUN(test_cuda_gemm_tune_option);
     RUN(test_cuda_gemm_tune_skips_in_place);
     RUN(test_cuda_gemm_tune_not_in_capture);
+    RUN(test_cuda_gemm_tune_skips_failing_candidate);
+    RUN(test_cuda_gemm_tune_spins_ahead);
 #else
     RUN(test_cuda_gemm_tune_unbuilt);
 #endif

@@ -9,9 +9,13 @@ median over many iterations after warm-up) in
   torch-compile torch.compile(mode="max-autotune-no-cudagraphs") (--compile; slow to build)
   ort-cuda      ONNX Runtime, CUDA execution provider, on a torch.onnx export (--ort)
 
-Optional tooling: needs torch and transformers (onnxruntime for --ort); the build
-and the tests never run it. Prints one line per runner and, with --json FILE,
-writes them as JSON.
+Optional tooling: needs torch and transformers (onnxruntime for --ort); the C
+build and tests never run it (its own tests: bench/baselines/test_hf_latency.py).
+Prints one line per runner and, with --json FILE, writes them as JSON. A runner
+that cannot run here is a result row with a "status" instead of timings: with
+--ort, onnxruntime's providers are asked first, and without the CUDA execution
+provider (the CPU build of onnxruntime) the row says "ORT CUDA: not available"
+and nothing is exported.
 
     python3 bench/baselines/hf_latency.py --model bert-base --batch 1 --seq 128 --dtype fp16 [--ort] [--compile]
 """
@@ -21,12 +25,8 @@ import statistics
 import sys
 import time
 
-try:
-    import torch
-    import transformers as tf
-except Exception as e:  # optional tooling
-    print(f"hf_latency: needs torch and transformers ({e.__class__.__name__}); skipping")
-    sys.exit(0)
+torch = None  # imported by main(): the ORT checks below are testable without it
+tf = None
 
 MODELS = {
     "bert-base": ("BertModel", "BertConfig", {}),
@@ -89,6 +89,39 @@ def torch_graph_runner(model, inp):
     return graph.replay
 
 
+def ort_providers(ort=None):
+    """onnxruntime's available execution providers, or None when it cannot be imported."""
+    if ort is None:
+        try:
+            import onnxruntime as ort
+        except Exception:
+            return None
+    try:
+        return list(ort.get_available_providers())
+    except Exception:
+        return []
+
+
+def ort_unavailable(providers):
+    """Why ORT cannot run on CUDA here (the status row's text), or None if it can."""
+    if providers is None:
+        return "ORT: not installed"
+    if "CUDAExecutionProvider" not in providers:
+        return "ORT CUDA: not available"
+    return None
+
+
+def ort_step(providers, record, status, make):
+    """The ort-cuda row: a status when there is no CUDA provider (asked before
+    anything is exported: an export of a large model takes minutes), else the
+    timed runner make() builds."""
+    why = ort_unavailable(providers)
+    if why:
+        status("ort-cuda", why, {"providers": providers})
+    else:
+        record("ort-cuda", make)
+
+
 def ort_runner(model, inp, path):
     import onnxruntime as ort
     names = list(inp)
@@ -132,6 +165,13 @@ def main():
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
+    global torch, tf
+    try:
+        import torch
+        import transformers as tf
+    except Exception as e:  # optional tooling
+        print(f"hf_latency: needs torch and transformers ({e.__class__.__name__}); skipping")
+        return 0
     if not torch.cuda.is_available():
         print("hf_latency: no CUDA device; skipping")
         return 0
@@ -151,6 +191,10 @@ def main():
             results.append({"runner": runner, "error": f"{e.__class__.__name__}: {e}"[:300]})
             print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} FAILED: {e.__class__.__name__}: {str(e)[:200]}")
 
+    def status(runner, text, extra):
+        results.append(dict({"runner": runner, "status": text}, **extra))
+        print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} {text} {extra}")
+
     def eager():
         def f():
             with torch.no_grad():
@@ -169,7 +213,8 @@ def main():
             return f
         record("torch-compile", compiled)
     if a.ort:
-        record("ort-cuda", lambda: ort_runner(model, inp, f"/tmp/hf_latency_{a.model}.onnx"))
+        ort_step(ort_providers(), record, status,
+                 lambda: ort_runner(model, inp, f"/tmp/hf_latency_{a.model}.onnx"))
     meta = {"model": a.model, "batch": a.batch, "seq": a.seq, "dtype": a.dtype,
             "torch": torch.__version__, "transformers": tf.__version__,
             "device": torch.cuda.get_device_name(0), "iters": a.iters, "results": results}

@@ -10,6 +10,16 @@
  * eager, graph and static mode, and every context, run the same algorithm,
  * and a comparison between them is not also a comparison of GEMM kernels.
  * FT_GEMM_AUTOTUNE=0 keeps the heuristic's first guess everywhere.
+ *
+ * What is timed is the GEMM, not its launch: at batch 1 a GEMM takes a few
+ * microseconds, about what the host takes to enqueue it, so events recorded
+ * around a run on an idle device measure the host's cublasLtMatmul call. Each
+ * timed batch is therefore queued behind a spin kernel (TUNE_SPIN_US of device
+ * time, much longer than the host needs to enqueue the batch): the start event
+ * and the runs wait in the stream while it spins, and then run back to back,
+ * so the events bracket device time only. A candidate that fails at the call
+ * (any status: NOT_SUPPORTED, or a launch failure) is skipped and the next
+ * one timed; the op fails only if the device itself is left in error.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +31,31 @@
 #define TUNE_REPS 5        /* timed runs per candidate, after one untimed */
 #define TUNE_LONG_MS 0.25f /* a run this long is timed once: event resolution is ~0.5 us */
 #define TUNED_SLOTS 1024   /* process-wide choices; past that, shapes are timed per context */
+#define TUNE_SPIN_US 200   /* device time ahead of each timed batch: >> the host's enqueue time */
+
+#ifdef FT_CUDA_EMU
+#include <time.h>
+#endif
+
+/* Keeps the device busy for `ns` nanoseconds (one thread; the clock is the
+ * device's global timer), so that the work queued behind it starts back to back. */
+__global__ void ft_k_tune_spin(unsigned long long ns) {
+    FT_KERNEL_PROLOGUE();
+#if defined(__CUDA_ARCH__)
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+#elif defined(FT_CUDA_EMU)
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((unsigned long long)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec)) < ns);
+#endif
+}
 
 namespace {
 struct tuned {
@@ -76,24 +111,42 @@ cublasStatus_t run(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p, const cublasL
                           ft_cuda_stream(ctx));
 }
 
+/* A candidate that failed at the call: whatever it left is cleared so the
+ * next one can run; FT_OK unless the device itself is left in error (a
+ * sticky error: the context is unusable, and that is the op's failure). */
+ft_status skip_failed(ft_ctx *ctx, cudaStream_t st, cublasStatus_t bs) {
+    (void)cudaGetLastError(); /* a launch error the call left behind */
+    cudaError_t e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if ((e = cudaStreamSynchronize(st)) != cudaSuccess)
+            return ft_set_error(ctx, FT_ERR_CUDA,
+                                "cublasLtMatmul (autotuning) failed (cuBLAS status %d) and left the device "
+                                "in error: %s", (int)bs, cudaGetErrorString(e));
+    }
+    return FT_OK;
+}
+
 /* Mean milliseconds per run of cand, or < 0 when cuBLASLt refuses it at the
- * call (NOT_SUPPORTED: not a failure, the candidate is skipped). */
+ * call (NOT_SUPPORTED or any other failure: the candidate is skipped). */
 ft_status time_one(ft_ctx *ctx, ft_cuda_state *s, ft_gemm_plan *p, const cublasLtMatmulAlgo_t *algo,
                    const ft_gemm_tune_call *c, float *ms) {
     *ms = -1.0f;
     cudaStream_t st = ft_cuda_stream(ctx);
     cublasStatus_t bs = run(ctx, s, p, algo, c); /* untimed: first-launch costs */
     if (bs == CUBLAS_STATUS_NOT_SUPPORTED) return FT_OK;
-    if (bs != CUBLAS_STATUS_SUCCESS) return ft_cublas_error(ctx, bs, "cublasLtMatmul (autotuning)");
+    if (bs != CUBLAS_STATUS_SUCCESS) return skip_failed(ctx, st, bs);
     /* one timed run; a GEMM long enough to time alone (large batches) stops
      * there, a short one is timed over TUNE_REPS - 1 more */
     float total = 0.0f;
     int done = 0;
     for (int batch = 1; done < TUNE_REPS; batch = TUNE_REPS - 1) {
+        /* the device spins while the host queues the start event and the runs */
+        FT_LAUNCH(ctx, 1, 32, 0, st, ft_k_tune_spin)((unsigned long long)TUNE_SPIN_US * 1000ull);
+        FT_CUDA_LAUNCH_CHECK(ctx, "the autotuner's spin kernel");
         FT_CUDA_TRY(ctx, cudaEventRecord(s->tune_ev[0], st));
         for (int r = 0; r < batch; r++)
-            if ((bs = run(ctx, s, p, algo, c)) != CUBLAS_STATUS_SUCCESS)
-                return ft_cublas_error(ctx, bs, "cublasLtMatmul (autotuning)");
+            if ((bs = run(ctx, s, p, algo, c)) != CUBLAS_STATUS_SUCCESS) return skip_failed(ctx, st, bs);
         FT_CUDA_TRY(ctx, cudaEventRecord(s->tune_ev[1], st));
         FT_CUDA_TRY(ctx, cudaEventSynchronize(s->tune_ev[1]));
         float t = 0.0f;

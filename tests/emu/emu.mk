@@ -28,7 +28,7 @@ EMU_LIBS := -lm -lpthread -lstdc++
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \
              test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph \
-             test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune
+             test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach
 # the op test again (tests/run_tests.sh sets the switches from the name):
 # _random with the threads of every round in a random order (FT_EMU_ORDER=random),
 # where an unsynchronised shared read shows; _noepi and _nolt with the fake
@@ -43,8 +43,10 @@ EMU_GOLDEN_AGAIN := $(EMU_BUILD)/tests/test_graph_golden_lazy
 # _cuptibusy: the profiler test with cuptiSubscribe refused as under nsys or
 # compute-sanitizer (FT_EMU_CUPTI_BUSY=1): host timers only, and a reason
 EMU_PROF_AGAIN := $(EMU_BUILD)/tests/test_profiler_cuptibusy
+# shell tests of whole programs on the emulator (tests/emu/test_*.sh)
+EMU_SH_TESTS := $(patsubst tests/emu/%.sh,$(EMU_BUILD)/tests/%,$(wildcard tests/emu/test_*.sh))
 EMU_TEST_BINS := $(EMU_TESTS:%=$(EMU_BUILD)/tests/%) $(EMU_OPS_AGAIN) $(EMU_GOLDEN_AGAIN) \
-                 $(EMU_PROF_AGAIN)
+                 $(EMU_PROF_AGAIN) $(EMU_SH_TESTS)
 
 $(EMU_BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -67,6 +69,10 @@ $(EMU_GOLDEN_AGAIN): $(EMU_BUILD)/tests/test_graph_golden
 	cp $< $@
 $(EMU_PROF_AGAIN): $(EMU_BUILD)/tests/test_profiler
 	cp $< $@
+
+$(EMU_SH_TESTS): $(EMU_BUILD)/tests/%: tests/emu/%.sh $(EMU_BUILD)/ftengine $(EMU_BUILD)/examples/framework_tax
+	@mkdir -p $(dir $@)
+	cp $< $@ && chmod +x $@
 
 # the tool on the emulator: dry runs of the GPU session's commands (tests/emu/dry_run.sh)
 EMU_TOOL := $(EMU_BUILD)/ftengine

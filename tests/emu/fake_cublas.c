@@ -15,7 +15,9 @@
  * gradient epilogues, fp8 scaling, other orders, planar complex, pointer arrays.
  * The heuristic answers FT_EMU_LT_ALGOS algorithms (default 1) that differ
  * only in name; FT_EMU_LT_SLOW_ALGO=i makes answer i run 2 ms longer, so a
- * test can see an autotuner measure rather than guess.
+ * test can see an autotuner measure rather than guess, and FT_EMU_LT_FAIL_ALGO=i
+ * makes cublasLtMatmul fail with answer i (EXECUTION_FAILED, nothing run), as a
+ * candidate can fail on a GPU for reasons the heuristic did not foresee.
  */
 #include <math.h>
 #include <pthread.h>
@@ -786,6 +788,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
         return fail(EXEC_FAILED, fn, "misaligned address: bias %p below the %u bytes it had",
                     d->bias, r.bias_align);
     if ((st = check_operands(fn, &g))) return st;
+    const char *bad = getenv("FT_EMU_LT_FAIL_ALGO");
+    if (bad && *bad && atoi(bad) == r.variant)
+        return fail(EXEC_FAILED, fn, "FT_EMU_LT_FAIL_ALGO=%d: this candidate fails", r.variant);
     const char *slow = getenv("FT_EMU_LT_SLOW_ALGO");
     g.slow = slow && *slow && atoi(slow) == r.variant;
     if (workspaceSizeInBytes &&

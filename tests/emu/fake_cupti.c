@@ -20,12 +20,21 @@
  *   launch's id and the node's graphNodeId (its position + 1);
  * - timestamps come from the registered timestamp callback.
  * FT_EMU_CUPTI_BUSY=1 makes cuptiSubscribe fail as with another client attached.
+ * API records per callback id (cuptiActivityEnableRuntimeApi/DriverApi) as well
+ * as per kind (FT_EMU_CUPTI_NO_API_ENABLE=1 refuses the per-id calls, as a
+ * CUPTI without them would). FT_EMU_CUPTI_REQ_IN_ENABLE=1 makes cuptiActivityEnable ask the
+ * client for a buffer from inside the call (another thread, waited for up to
+ * 2 s: a client holding its buffer lock across the enable stalls there, and
+ * the stall is counted). What a test can ask (ft_emu_cupti_*, below): whether
+ * a subscriber exists, how many API calls were traced, which kinds were ever
+ * enabled, how many buffer requests stalled.
  */
 #include "fake_cudart_internal.h"
 
 #ifdef FT_WITH_CUPTI
 #include <cupti.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -46,7 +55,46 @@ static struct {
     size_t dropped;
     char **names;               /* kernel names: CUPTI's strings outlive the records */
     size_t n_names, cap_names;
+    uint8_t api_on[2][1024];    /* per callback id: [0] runtime, [1] driver */
+    unsigned long long ever;    /* kinds ever enabled */
+    uint64_t traced, untraced;  /* stream-work API calls made with / without tracing on */
+    int stalls;                 /* buffer requests that did not return within 2 s */
+    int subscriptions;          /* successful cuptiSubscribe calls */
 } C;
+
+/* FT_EMU_CUPTI_REPORT=1: one line on stderr at exit, for tests of whole
+ * programs (tests/emu/test_cupti_timed_loops.sh). */
+__attribute__((destructor)) static void report(void) {
+    const char *e = getenv("FT_EMU_CUPTI_REPORT");
+    if (e && atoi(e))
+        fprintf(stderr, "fake CUPTI: %d subscriptions, %llu API calls traced, %llu untraced\n", C.subscriptions,
+                (unsigned long long)C.traced, (unsigned long long)C.untraced);
+}
+
+int ft_emu_cupti_subscribed(void) {
+    pthread_mutex_lock(&cu_mu);
+    int r = C.subscribed;
+    pthread_mutex_unlock(&cu_mu);
+    return r;
+}
+uint64_t ft_emu_cupti_traced_calls(void) {
+    pthread_mutex_lock(&cu_mu);
+    uint64_t r = C.traced;
+    pthread_mutex_unlock(&cu_mu);
+    return r;
+}
+unsigned long long ft_emu_cupti_kinds_ever(void) {
+    pthread_mutex_lock(&cu_mu);
+    unsigned long long r = C.ever;
+    pthread_mutex_unlock(&cu_mu);
+    return r;
+}
+int ft_emu_cupti_stalls(void) {
+    pthread_mutex_lock(&cu_mu);
+    int r = C.stalls;
+    pthread_mutex_unlock(&cu_mu);
+    return r;
+}
 
 /* The thread's pushed external ids (CUSTOM0..2, each a stack). */
 #define EXT_KINDS 8
@@ -59,6 +107,12 @@ static _Thread_local int t_replay;
 static _Thread_local uint32_t t_replay_corr, t_replay_stream;
 
 static int is_on(CUpti_ActivityKind k) { return C.subscribed && (C.enabled >> k & 1ull); }
+
+/* cu_mu held. An API record for this call: its kind enabled, or its callback id. */
+static int api_on(int driver, uint32_t cbid) {
+    CUpti_ActivityKind k = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    return is_on(k) || (C.subscribed && cbid < 1024 && C.api_on[driver][cbid]);
+}
 
 static uint64_t now_ns(void) {
     if (C.clock) return C.clock();
@@ -192,7 +246,12 @@ static void traced_release(void *arg) {
 fk_api fk_cupti_api_begin(cudaStream_t s, const ft_emu_work *w) {
     fk_api a = {0};
     pthread_mutex_lock(&cu_mu);
-    if (C.subscribed && C.enabled) {
+    int any_api = 0;
+    for (int d = 0; d < 2 && !any_api; d++)
+        for (int i = 0; i < 1024 && !any_api; i++) any_api = C.api_on[d][i];
+    if (C.subscribed && (C.enabled || any_api)) C.traced++;
+    else C.untraced++;
+    if (C.subscribed && (C.enabled || any_api)) {
         a.on = 1;
         a.corr = ++C.next_corr;
         a.stream = (uint32_t)(((uintptr_t)s >> 4) & 0x7fffffff);
@@ -222,7 +281,7 @@ void fk_cupti_api_end(const fk_api *a) {
     uint64_t end = now_ns();
     CUpti_ActivityKind k = a->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
     pthread_mutex_lock(&cu_mu);
-    if (is_on(k)) {
+    if (api_on(a->driver, a->cbid)) {
         if (is_on(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
             for (int x = 0; x < EXT_KINDS; x++) {
                 if (!t_ext_n[x]) continue;
@@ -258,6 +317,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackF
                                                           : CUPTI_SUCCESS;
     if (r == CUPTI_SUCCESS) {
         C.subscribed = 1;
+        C.subscriptions++;
         *sub = (CUpti_SubscriberHandle)&C;
     }
     pthread_mutex_unlock(&cu_mu);
@@ -339,8 +399,96 @@ static CUptiResult set_kind(CUpti_ActivityKind k, int on) {
     return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { return set_kind(k, 1); }
+/* A buffer request made while the enabling thread waits, as CUPTI may make one
+ * from inside its calls; a client that holds its buffer lock across the call
+ * would deadlock: after 2 s the wait gives up and counts a stall (the request
+ * completes when the lock is let go). */
+typedef struct req_call {
+    CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int finished, abandoned;
+} req_call;
+
+static void *req_thread(void *arg) {
+    req_call *c = (req_call *)arg;
+    uint8_t *buf = NULL;
+    size_t size = 0, max_records = 0;
+    c->req(&buf, &size, &max_records);
+    if (buf) c->done(NULL, 0, buf, size, 0); /* handed back empty */
+    pthread_mutex_lock(&c->mu);
+    c->finished = 1;
+    int abandoned = c->abandoned;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (abandoned) free(c);
+    return NULL;
+}
+
+static void request_buffer_now(void) {
+    pthread_mutex_lock(&cu_mu);
+    CUpti_BuffersCallbackRequestFunc req = C.req;
+    CUpti_BuffersCallbackCompleteFunc done = C.done;
+    pthread_mutex_unlock(&cu_mu);
+    req_call *c = req && done ? (req_call *)calloc(1, sizeof *c) : NULL;
+    if (!c) return;
+    c->req = req;
+    c->done = done;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    pthread_t t;
+    if (pthread_create(&t, NULL, req_thread, c) != 0) {
+        free(c);
+        return;
+    }
+    pthread_detach(t);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&c->mu);
+    while (!c->finished)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0) break;
+    int finished = c->finished;
+    if (!finished) c->abandoned = 1; /* the thread frees it */
+    pthread_mutex_unlock(&c->mu);
+    if (finished) free(c);
+    else {
+        pthread_mutex_lock(&cu_mu);
+        C.stalls++;
+        pthread_mutex_unlock(&cu_mu);
+    }
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
+    CUptiResult r = set_kind(k, 1);
+    if (r == CUPTI_SUCCESS) {
+        pthread_mutex_lock(&cu_mu);
+        C.ever |= 1ull << k;
+        pthread_mutex_unlock(&cu_mu);
+        const char *e = getenv("FT_EMU_CUPTI_REQ_IN_ENABLE");
+        if (e && atoi(e)) request_buffer_now();
+    }
+    return r;
+}
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { return set_kind(k, 0); }
+
+/* FT_EMU_CUPTI_NO_API_ENABLE=1: a CUPTI without per-API control */
+static CUptiResult set_api(int driver, CUpti_CallbackId cbid, uint8_t on) {
+    const char *no = getenv("FT_EMU_CUPTI_NO_API_ENABLE");
+    if (no && atoi(no)) return CUPTI_ERROR_NOT_SUPPORTED;
+    if (cbid >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&cu_mu);
+    C.api_on[driver][cbid] = on ? 1 : 0;
+    pthread_mutex_unlock(&cu_mu);
+    return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+    return set_api(0, cbid, enable);
+}
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+    return set_api(1, cbid, enable);
+}
 
 CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
     if ((unsigned)kind >= EXT_KINDS || kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID ||
