@@ -21,11 +21,19 @@
  *
  * MODEL is a directory with config.json and model.safetensors, or a preset name.
  * Contract: exit 0 on success; any error exits 1 with one line
- * "ftengine: error: <what and where>" on stderr and leaves no output file behind
- * (outputs are written to a temporary name and renamed on success); usage errors
- * exit 2.
+ * "ftengine: error: <what and where>" on stderr and leaves no output file behind;
+ * usage errors (an empty path among them) exit 2. Output files (--out, --trace,
+ * --csv) are handled by tools/outfiles.c: each is checked before the work starts
+ * and written to a temporary beside its target, and all of a command's files are
+ * renamed into place only once every one was written, so a failure or a
+ * SIGINT/SIGTERM/SIGHUP leaves no new file and every older one untouched. An
+ * existing target must be a regular file: a directory, FIFO, socket or device is
+ * refused (exit 1), never replaced. A symbolic link to a regular file is written
+ * through (the file it points to is replaced, the link stays); a link to anything
+ * else, or a dangling one, is refused.
  */
 #include "cli.h"
+#include "outfiles.h"
 #include "../engine/safetensors.h"
 
 #include <math.h>
@@ -122,11 +130,20 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
     }
 }
 
-static int write_profile(ft_ctx *ctx, const ft_profiler *p, const args *a) {
-    if (a->trace && ft_profiler_write_chrome_trace(p, a->trace) != FT_OK)
+/* The profiler's files go to the temporaries of tools/outfiles.c. */
+static int write_profile(ft_ctx *ctx, const ft_profiler *p, const char *trace_tmp, const char *csv_tmp) {
+    if (trace_tmp && ft_profiler_write_chrome_trace(p, trace_tmp) != FT_OK)
         return fail("%s", ft_ctx_errmsg(ctx));
-    if (a->csv && ft_profiler_write_csv(p, a->csv) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
+    if (csv_tmp && ft_profiler_write_csv(p, csv_tmp) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
     return 0;
+}
+
+/* Registers --trace and --csv before any work, so a bad path fails at once. */
+static int add_profile_outputs(const args *a, const char **trace_tmp, const char **csv_tmp) {
+    int rc = 0;
+    if (a->trace) rc = outfile_add("--trace", a->trace, trace_tmp);
+    if (!rc && a->csv) rc = outfile_add("--csv", a->csv, csv_tmp);
+    return rc;
 }
 
 /* ---- run ---- */
@@ -156,18 +173,8 @@ static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path) {
         ts[i].data = bufs[i];
         ts[i].nbytes = (size_t)numel * sizeof(float);
     }
-    if (!rc) {
-        /* write beside the target, rename on success: no partial file is ever left */
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-        if (ft_st_write(ctx, tmp, ts, n) != FT_OK) {
-            rc = fail("%s", ft_ctx_errmsg(ctx));
-            remove(tmp);
-        } else if (rename(tmp, path) != 0) {
-            rc = fail("cannot write %s", path);
-            remove(tmp);
-        }
-    }
+    /* path is the temporary of tools/outfiles.c, renamed when every output was written */
+    if (!rc && ft_st_write(ctx, path, ts, n) != FT_OK) rc = fail("%s", ft_ctx_errmsg(ctx));
     for (int i = 0; i < n; i++) free(bufs[i]);
     free(bufs);
     free(ts);
@@ -206,6 +213,9 @@ static int cmd_run(int argc, char **argv) {
     if (!a.model) return usage("run needs a MODEL");
     if (!a.inputs) return usage("run needs --inputs IN.safetensors");
     if (!a.out) return usage("run needs --out OUT.safetensors");
+    const char *out_tmp = NULL, *trace_tmp = NULL, *csv_tmp = NULL;
+    if ((rc = outfile_add("--out", a.out, &out_tmp)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp)))
+        return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_model *m = NULL;
@@ -251,8 +261,9 @@ static int cmd_run(int argc, char **argv) {
         rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
         goto done;
     }
-    rc = write_outputs(ctx, m, a.out);
-    if (!rc && prof) rc = write_profile(ctx, prof, &a);
+    rc = write_outputs(ctx, m, out_tmp);
+    if (!rc && prof) rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
+    if (!rc) rc = outfiles_commit();
     if (!rc && a.phases) print_phases(stderr, prof, 1);
     if (!rc && a.profile) {
         fprintf(stderr, "profile: %s %s %s on %s (%s): forward %.3f ms (first call, includes planning)\n",
@@ -311,6 +322,8 @@ static int cmd_bench(int argc, char **argv) {
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     if (!a.model) return usage("bench needs a MODEL");
+    const char *trace_tmp = NULL, *csv_tmp = NULL;
+    if ((rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_profiler *prof = NULL;
@@ -393,7 +406,8 @@ static int cmd_bench(int argc, char **argv) {
                "%.4f ms (%.1f%%)\n",
                traced, plain, traced - plain, plain > 0 ? 100.0 * (traced - plain) / plain : 0.0);
         if (a.phases) print_phases(stdout, prof, a.iters);
-        rc = write_profile(ctx, prof, &a);
+        rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
+        if (!rc) rc = outfiles_commit();
     }
 done:
     free(owned);
@@ -489,8 +503,7 @@ static int cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return usage(NULL);
+static int command(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
@@ -503,4 +516,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     return usage("unknown command '%s'", cmd);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage(NULL);
+    int rc = command(argc, argv);
+    outfiles_abort(); /* a command that did not commit its outputs leaves none */
+    return rc;
 }

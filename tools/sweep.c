@@ -11,6 +11,9 @@
  * forwards, one sync, mean); the default times each forward synchronized.
  */
 #include "cli.h"
+#include "outfiles.h"
+
+#include <errno.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,12 +79,13 @@ int cmd_sweep(int argc, char **argv) {
     int n_batches = parse_batches(a.batches ? a.batches : "1,2,4,8,16,32,64,128", batches);
     if (n_modes < 1) return usage("--modes needs a comma-separated list of eager, graph, static");
     if (n_batches < 1) return usage("--batches needs a comma-separated list of positive integers");
+    const char *csv_tmp = NULL; /* tools/outfiles.c: checked now, renamed into place at the end */
+    if (a.csv && (rc = outfile_add("--csv", a.csv, &csv_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     printf("device: %s\n", ft_ctx_device_label(ctx));
     ft_profiler *prof = NULL;
     FILE *csv = NULL;
-    char tmp[1100] = "";
     double *times = (double *)calloc((size_t)a.iters, sizeof(double));
     if (!times) rc = fail("out of host memory");
     if (!rc && a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK)
@@ -91,9 +95,8 @@ int cmd_sweep(int argc, char **argv) {
         po.max_ops = (int64_t)a.iters * 4096 < (1 << 21) ? (int64_t)a.iters * 4096 : (1 << 21);
         if (ft_profiler_create(ctx, &po, &prof) != FT_OK) rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
     }
-    if (!rc && a.csv) {
-        snprintf(tmp, sizeof tmp, "%s.tmp%ld", a.csv, (long)getpid());
-        if (!(csv = fopen(tmp, "w"))) rc = fail("cannot write %s", tmp);
+    if (!rc && csv_tmp) {
+        if (!(csv = fopen(csv_tmp, "w"))) rc = fail("--csv %s: cannot write %s: %s", a.csv, csv_tmp, strerror(errno));
         else
             fprintf(csv, "model,arch,device,dtype,mode,batch,length,protocol,iters,mean_ms,median_ms,"
                          "min_ms,first_ms,kernels_per_forward,overhead_ms,overhead_share\n");
@@ -142,11 +145,9 @@ int cmd_sweep(int argc, char **argv) {
         }
         ft_model_free(m);
     }
-    if (csv && fclose(csv) != 0 && !rc) rc = fail("cannot write %s", tmp);
-    if (tmp[0]) {
-        if (!rc && rename(tmp, a.csv) != 0) rc = fail("cannot write %s", a.csv);
-        if (rc) unlink(tmp);
-    }
+    if (csv && (ferror(csv) | fclose(csv)) != 0 && !rc)
+        rc = fail("--csv %s: cannot write %s: %s", a.csv, csv_tmp, strerror(errno));
+    if (!rc && csv_tmp) rc = outfiles_commit();
     free(times);
     ft_profiler_free(prof);
     ft_ctx_free(ctx);
