@@ -1,23 +1,17 @@
 /*
  * test_cli_robust.c - build/ftengine against bad input, as tables of rows
- * (issue 13): every row names the command, the exit status it must end with
- * (0, 1 with exactly one stderr line "ftengine: error: ...", 2 for usage), and
- * which files of its scratch folder may change; no row may end in a signal or
- * hang (a child still running after its timeout is killed and the row fails).
- *
- * Tables: output targets that are special files (FIFO, socket, directory, links
- * to them, dangling links: made under a temp dir, never /dev) and side files
- * that cannot be written (nothing new may appear, an older output stays
- * untouched, the refusal comes before the work); usage errors (empty paths, one
- * file given twice); overflowing sizes through bench/info/plan/sweep/run; FIFOs
- * as inputs or config.json (timeout); signals during a run (no temporary left);
- * attention masks other than 0/1 (finite outputs or a clear refusal); NaN/Inf
- * inputs (the same non-finite positions in eager, graph and static mode).
- *
- * Rows marked LIB need the library side of issue 13 (overflow checks, masks,
- * NaN through fused epilogues, non-blocking file-type checks). They run only in
- * test_pending_lib, with FT_TEST_PENDING_LIB=1, until that branch is merged;
- * then the switch goes and they run with the rest.
+ * (issue 13). A row names the command, its exit status (0; 1 with exactly one
+ * stderr line "ftengine: error: ..."; 2 for usage) and the files of its scratch
+ * folder that may change; no row may end in a signal or outlive its timeout.
+ * Tables: special files as outputs (FIFO, socket, directory, links to them,
+ * dangling links; made under a temp dir, never /dev) and unwritable side files
+ * (nothing new, older outputs untouched, refused before the work); empty paths
+ * and one file given twice; overflowing sizes through every command; FIFOs as
+ * inputs or config.json; signals during a run (no temporary left); masks other
+ * than 0/1 (finite outputs or a clear refusal); NaN/Inf inputs (the same
+ * non-finite positions in eager, graph and static mode).
+ * Rows marked LIB need the library side of issue 13: they run only in
+ * test_pending_lib with FT_TEST_PENDING_LIB=1 until that branch is merged.
  */
 #include "ft_golden.h"
 #include "ft_test.h"
@@ -25,17 +19,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #define LIB 1 /* a row that waits for the library side of issue 13 */
 
@@ -100,11 +89,9 @@ static result run_tool_sig(const char *const *args, double timeout_s, int sig, c
         execv(tool, (char *const *)argv);
         _exit(127);
     }
-    int status = 0, done = 0, sent = 0;
+    int status = 0, sent = 0;
     double t0 = now_s();
-    while (!done) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) break;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
         if (sig && !sent && has_temp(watch_dir)) {
             usleep(200 * 1000);
             kill(pid, sig);
@@ -116,7 +103,7 @@ static result run_tool_sig(const char *const *args, double timeout_s, int sig, c
             usleep(500 * 1000);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            done = 1;
+            break;
         }
         usleep(10 * 1000);
     }
@@ -127,20 +114,15 @@ static result run_tool_sig(const char *const *args, double timeout_s, int sig, c
     return r;
 }
 
-static result run_tool(const char *const *args, double timeout_s) {
-    return run_tool_sig(args, timeout_s, 0, NULL);
-}
+#define run_tool(args, timeout_s) run_tool_sig(args, timeout_s, 0, NULL)
 
 /* What a row requires of its result: the exit status; for 1, exactly one line
  * "ftengine: error: ..." holding `needle` (if any). */
 static int check_result(const char *row, const result *r, int want, const char *needle) {
     int bad = 0;
-    if (r->timed_out) {
-        CHECK(0, "%s: still running after its timeout (killed)", row);
-        return 1;
-    }
-    if (r->sig) {
-        CHECK(0, "%s: killed by signal %d (stderr: %.300s)", row, r->sig, r->err);
+    if (r->timed_out || r->sig) {
+        CHECK(0, "%s: %s %d (stderr: %.300s)", row,
+              r->timed_out ? "still running at its timeout, killed by signal" : "killed by signal", r->sig, r->err);
         return 1;
     }
     if (r->code != want) {
@@ -167,16 +149,8 @@ static void row_done(const char *row, int fails_before) {
 
 /* ---- scratch folders and what changed in them ---- */
 
-typedef struct entry {
-    char name[64], link[256], head[64];
-    mode_t type;
-    long long size;
-} entry;
-
-typedef struct snap {
-    int n;
-    entry e[32];
-} snap;
+typedef struct entry { char name[64], link[256], head[64]; mode_t type; long long size; } entry;
+typedef struct snap { int n; entry e[32]; } snap;
 
 static void take_snap(const char *dir, snap *s) {
     memset(s, 0, sizeof *s);
@@ -222,8 +196,7 @@ static void check_files(const char *row, const snap *before, const snap *after, 
         const entry *b = &before->e[i], *a = find_entry(after, b->name);
         if (listed(changed, b->name)) continue;
         CHECK(a != NULL, "%s: %s was removed", row, b->name);
-        if (!a) continue;
-        CHECK(a->type == b->type && a->size == b->size && !strcmp(a->link, b->link) && !strcmp(a->head, b->head),
+        if (a) CHECK(a->type == b->type && a->size == b->size && !strcmp(a->link, b->link) && !strcmp(a->head, b->head),
               "%s: %s was changed (type %o -> %o, size %lld -> %lld)", row, b->name, (unsigned)b->type,
               (unsigned)a->type, b->size, a->size);
     }
@@ -376,7 +349,7 @@ static const out_row out_rows[] = {
     {0, {"bench", "%bert", "--trace", "@t.json", "--csv", "@t.json", LONG, NULL}, 2, NULL, {NULL}, "latency"},
 };
 
-static void run_out_rows(void) {
+static void test_output_targets(void) {
     int root = geteuid() == 0;
     for (size_t i = 0; i < sizeof out_rows / sizeof out_rows[0]; i++) {
         const out_row *w = &out_rows[i];
@@ -418,11 +391,9 @@ static void run_out_rows(void) {
     }
 }
 
-static void test_output_targets(void) { run_out_rows(); }
-
 /* ---- signals during a run: the temporaries go, nothing new is left ---- */
 
-static void run_signal_rows(void) {
+static void test_signals(void) {
     if (pending_only) return;
     static const struct { int sig; const char *args[16]; } rows[] = {
         {SIGTERM, {"bench", "%bert", "--trace", "@t.json", LONG, NULL}},
@@ -447,8 +418,6 @@ static void run_signal_rows(void) {
         check_files(row, &before, &after, NULL, 0);
     }
 }
-
-static void test_signals(void) { run_signal_rows(); }
 
 /* ---- sizes whose products overflow: one clear line, never a crash ---- */
 
@@ -545,7 +514,9 @@ static void run_plain_rows(const plain_row *rows, size_t n, const char *what) {
     }
 }
 
-static void test_sizes_and_fifos(void) { run_plain_rows(size_rows, sizeof size_rows / sizeof size_rows[0], "size"); }
+static void test_sizes_and_fifos(void) {
+    run_plain_rows(size_rows, sizeof size_rows / sizeof size_rows[0], "size");
+}
 
 /* ---- masks and non-finite inputs, through `run`, in every mode ---- */
 
@@ -637,7 +608,7 @@ static const mask_value mask_values[] = {
 };
 
 /* A mask other than 0/1 gives finite outputs or a clear refusal, never a silent NaN. */
-static void run_mask_rows(void) {
+static void test_masks(void) {
     ft_ctx *ctx = NULL;
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
     const int archs[] = {BERT, MOBILEBERT, FUNNEL, WAVLM};
@@ -671,7 +642,7 @@ static void run_mask_rows(void) {
                          ft_dtype_name(mv->dtype), mv->v, modes[mo]);
                 int f0 = ft_t_cur_fail;
                 result r = run_mode(arch, in, modes[mo], out, sizeof out, tag);
-                if (r.code == 1 && !r.sig && !r.timed_out) check_result(row, &r, 1, "attention_mask");
+                if (r.code == 1 && !r.sig && !r.timed_out) check_result(row, &r, 1, "mask");
                 else if (!check_result(row, &r, 0, NULL)) compare_nonfinite(ctx, row, out, NULL);
                 remove(out);
                 row_done(row, f0);
@@ -680,8 +651,6 @@ static void run_mask_rows(void) {
     }
     ft_ctx_free(ctx);
 }
-
-static void test_masks(void) { run_mask_rows(); }
 
 typedef struct nan_row {
     int lib;
@@ -705,7 +674,7 @@ static const nan_row nan_rows[] = {
 
 /* Non-finite inputs: every mode ends the same way, with non-finite outputs in
  * the same positions as eager mode (or the same clear refusal). */
-static void run_nan_rows(void) {
+static void test_nonfinite_inputs(void) {
     ft_ctx *ctx = NULL;
     ft_ctx_create(FT_DEVICE_CPU, &ctx);
     for (size_t i = 0; i < sizeof nan_rows / sizeof nan_rows[0]; i++) {
@@ -757,8 +726,6 @@ static void run_nan_rows(void) {
     ft_ctx_free(ctx);
 }
 
-static void test_nonfinite_inputs(void) { run_nan_rows(); }
-
 /* The rows that wait for the library side of issue 13 (FT_TEST_PENDING_LIB=1). */
 static void test_pending_lib(void) {
     const char *e = getenv("FT_TEST_PENDING_LIB");
@@ -767,10 +734,10 @@ static void test_pending_lib(void) {
         return;
     }
     pending_only = 1;
-    run_out_rows();
-    run_plain_rows(size_rows, sizeof size_rows / sizeof size_rows[0], "size");
-    run_mask_rows();
-    run_nan_rows();
+    test_output_targets();
+    test_sizes_and_fifos();
+    test_masks();
+    test_nonfinite_inputs();
     pending_only = 0;
 }
 
