@@ -55,7 +55,9 @@ int parse(int argc, char **argv, args *a) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_VALUE() \
-    do { if (!v) return usage("option %s needs a value", o); i++; } while (0)
+    do { if (!v) return usage("option %s needs a value", o); \
+         if (!*v) return usage("option %s needs a value, got an empty one", o); \
+         i++; } while (0)
         if (!strcmp(o, "--inputs")) { NEED_VALUE(); a->inputs = v; }
         else if (!strcmp(o, "--out")) { NEED_VALUE(); a->out = v; }
         else if (!strcmp(o, "--trace")) { NEED_VALUE(); a->trace = v; }
@@ -108,7 +110,8 @@ int parse(int argc, char **argv, args *a) {
             char *end = NULL;
             long long n = strtoll(v, &end, 10);
             if (!*v || *end || n < (strcmp(o, "--warmup") ? 1 : 0) || n > 1000000000LL)
-                return usage("%s needs a positive integer, got '%s'", o, v);
+                return usage("%s needs an integer in [%d, 1000000000], got '%s'", o,
+                             strcmp(o, "--warmup") ? 1 : 0, v);
             if (!strcmp(o, "--batch")) a->batch = n;
             else if (!strcmp(o, "--seq")) a->seq = n;
             else if (!strcmp(o, "--warmup")) a->warmup = (int)n;
@@ -121,6 +124,7 @@ int parse(int argc, char **argv, args *a) {
         else if (!strcmp(o, "--profile")) a->profile = 1;
         else if (!strcmp(o, "--presets")) a->list_presets = 1;
         else if (o[0] == '-' && o[1]) return usage("unknown option '%s'", o);
+        else if (!a->model && !*o) return usage("the MODEL argument is empty");
         else if (!a->model) a->model = o;
         else return usage("unexpected argument '%s'", o);
 #undef NEED_VALUE

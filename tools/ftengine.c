@@ -24,12 +24,20 @@
  *
  * MODEL is a directory with config.json and model.safetensors, or a preset name.
  * Contract: exit 0 on success; any error exits 1 with one line
- * "ftengine: error: <what and where>" on stderr and leaves no output file behind
- * (outputs are written to a temporary name and renamed on success); usage errors
- * exit 2.
+ * "ftengine: error: <what and where>" on stderr and leaves no output file behind;
+ * usage errors (an empty path among them) exit 2. Output files (--out, --trace,
+ * --csv) are handled by tools/outfiles.c: each is checked before the work starts
+ * and written to a temporary beside its target, and all of a command's files are
+ * renamed into place only once every one was written, so a failure or a
+ * SIGINT/SIGTERM/SIGHUP leaves no new file and every older one untouched. An
+ * existing target must be a regular file: a directory, FIFO, socket or device is
+ * refused (exit 1), never replaced. A symbolic link to a regular file is written
+ * through (the file it points to is replaced, the link stays); a link to anything
+ * else, or a dangling one, is refused.
  */
 #include "cli.h"
 #include "provenance.h"
+#include "outfiles.h"
 #include "../engine/safetensors.h"
 
 #include <math.h>
@@ -135,11 +143,20 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
     }
 }
 
-static int write_profile(ft_ctx *ctx, const ft_profiler *p, const args *a) {
-    if (a->trace && ft_profiler_write_chrome_trace(p, a->trace) != FT_OK)
+/* The profiler's files go to the temporaries of tools/outfiles.c. */
+static int write_profile(ft_ctx *ctx, const ft_profiler *p, const char *trace_tmp, const char *csv_tmp) {
+    if (trace_tmp && ft_profiler_write_chrome_trace(p, trace_tmp) != FT_OK)
         return fail("%s", ft_ctx_errmsg(ctx));
-    if (a->ops_csv && ft_profiler_write_csv(p, a->ops_csv) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
+    if (csv_tmp && ft_profiler_write_csv(p, csv_tmp) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
     return 0;
+}
+
+/* Registers --trace and --csv before any work, so a bad path fails at once. */
+static int add_profile_outputs(const args *a, const char **trace_tmp, const char **csv_tmp) {
+    int rc = 0;
+    if (a->trace) rc = outfile_add("--trace", a->trace, trace_tmp);
+    if (!rc && a->ops_csv) rc = outfile_add("--ops-csv", a->ops_csv, csv_tmp);
+    return rc;
 }
 
 /* ---- run ---- */
@@ -169,18 +186,8 @@ static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path) {
         ts[i].data = bufs[i];
         ts[i].nbytes = (size_t)numel * sizeof(float);
     }
-    if (!rc) {
-        /* write beside the target, rename on success: no partial file is ever left */
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-        if (ft_st_write(ctx, tmp, ts, n) != FT_OK) {
-            rc = fail("%s", ft_ctx_errmsg(ctx));
-            remove(tmp);
-        } else if (rename(tmp, path) != 0) {
-            rc = fail("cannot write %s", path);
-            remove(tmp);
-        }
-    }
+    /* path is the temporary of tools/outfiles.c, renamed when every output was written */
+    if (!rc && ft_st_write(ctx, path, ts, n) != FT_OK) rc = fail("%s", ft_ctx_errmsg(ctx));
     for (int i = 0; i < n; i++) free(bufs[i]);
     free(bufs);
     free(ts);
@@ -221,6 +228,9 @@ static int cmd_run(int argc, char **argv) {
     if (!a.out) return usage("run needs --out OUT.safetensors");
     if (a.resume || a.json) return usage("%s belongs to bench or sweep", a.resume ? "--resume" : "--json");
     csv_alias(&a, "run");
+    const char *out_tmp = NULL, *trace_tmp = NULL, *csv_tmp = NULL;
+    if ((rc = outfile_add("--out", a.out, &out_tmp)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp)))
+        return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_model *m = NULL;
@@ -266,8 +276,9 @@ static int cmd_run(int argc, char **argv) {
         rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
         goto done;
     }
-    rc = write_outputs(ctx, m, a.out);
-    if (!rc && prof) rc = write_profile(ctx, prof, &a);
+    rc = write_outputs(ctx, m, out_tmp);
+    if (!rc && prof) rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
+    if (!rc) rc = outfiles_commit();
     /* reports go to stdout, as bench's do; stderr carries errors and warnings only */
     if (!rc && a.phases) print_phases(stdout, prof, 1);
     if (!rc && a.profile) {
@@ -360,11 +371,9 @@ typedef struct bench_result {
 
 /* `bench --json FILE`: every statistic, the config, provenance, the plan's counts
  * and the overhead metrics of the profiled pass when there was one. Written beside
- * the target and renamed, so a failed run leaves no half file. */
-static int bench_json(const args *a, ft_ctx *ctx, const ft_model *m, const ft_profiler *prof,
-                      const bench_result *r) {
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", a->json, (long)getpid());
+ * the target by tools/outfiles.c, committed with the command's other files. */
+static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_model *m,
+                      const ft_profiler *prof, const bench_result *r) {
     FILE *f = fopen(tmp, "w");
     if (!f) return fail("cannot write %s", tmp);
     fputs("{\n  \"schema\": \"ftengine-bench/1\",\n  \"provenance\": {\n", f);
@@ -441,8 +450,7 @@ static int bench_json(const args *a, ft_ctx *ctx, const ft_model *m, const ft_pr
     }
     fputs("\n}\n", f);
     (void)ctx;
-    if (fclose(f) != 0 || rename(tmp, a->json) != 0) {
-        unlink(tmp);
+    if (fclose(f) != 0) {
         return fail("cannot write %s", a->json);
     }
     return 0;
@@ -456,6 +464,9 @@ static int cmd_bench(int argc, char **argv) {
     if (!a.model) return usage("bench needs a MODEL");
     if (a.resume) return usage("--resume belongs to sweep");
     csv_alias(&a, "bench");
+    const char *trace_tmp = NULL, *csv_tmp = NULL, *json_tmp = NULL;
+    if ((rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp))) return rc;
+    if (a.json && (rc = outfile_add("--json", a.json, &json_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     ft_profiler *prof = NULL;
@@ -559,12 +570,13 @@ static int cmd_bench(int argc, char **argv) {
         printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: %s\n", traced,
                plain, cost);
         if (a.phases) print_phases(stdout, prof, a.iters);
-        rc = write_profile(ctx, prof, &a);
+        rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
     }
     if (!rc && a.json) {
         bench_result br = {&pv, date, length, mean, first, profiled_ms, times, ms};
-        rc = bench_json(&a, ctx, m, prof, &br);
+        rc = bench_json(&a, json_tmp, ctx, m, prof, &br);
     }
+    if (!rc) rc = outfiles_commit();
 done:
     free(owned);
     free(times);
@@ -665,8 +677,7 @@ static int cmd_version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return usage(NULL);
+static int command(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
         return ft_cli_help(argc - 2, argv + 2);
@@ -683,5 +694,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "plan")) rc = cmd_plan(n, v);
     else rc = cmd_version();
     free(v);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage(NULL);
+    int rc = command(argc, argv);
+    outfiles_abort(); /* a command that did not commit its outputs leaves none */
     return rc;
 }

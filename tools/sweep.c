@@ -21,6 +21,7 @@
  */
 #include "cli.h"
 #include "provenance.h"
+#include "outfiles.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -274,11 +275,11 @@ static void json_point(FILE *f, const point *p) {
     fputc('}', f);
 }
 
-static int write_json(const args *a, const prov *pv, const point *pts, const int *have, int n,
-                      int failed) {
-    char tmp[1200], date[32];
+/* Written to the temporary of tools/outfiles.c (tmp), committed by the caller. */
+static int write_json(const args *a, const char *tmp, const prov *pv, const point *pts, const int *have,
+                      int n, int failed) {
+    char date[32];
     prov_date(date, sizeof date);
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", a->json, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return fail("cannot write %s", tmp);
     char oc[32];
@@ -306,8 +307,7 @@ static int write_json(const args *a, const prov *pv, const point *pts, const int
         json_point(f, &pts[i]);
     }
     fputs("\n  ]\n}\n", f);
-    if (fclose(f) != 0 || rename(tmp, a->json) != 0) {
-        unlink(tmp);
+    if (fclose(f) != 0) {
         return fail("cannot write %s", a->json);
     }
     return 0;
@@ -410,6 +410,11 @@ int cmd_sweep(int argc, char **argv) {
     int n_batches = parse_batches(a.batches ? a.batches : "1,2,4,8,16,32,64,128", batches);
     if (n_modes < 1) return usage("--modes needs a comma-separated list of eager, graph, static");
     if (n_batches < 1) return usage("--batches needs a comma-separated list of positive integers");
+    /* tools/outfiles.c: the CSV grows in place (checked now: never a special file);
+     * the JSON summary is written beside its target and renamed at the end */
+    const char *json_tmp = NULL;
+    if (a.csv && (rc = outfile_check("--csv", a.csv))) return rc;
+    if (a.json && (rc = outfile_add("--json", a.json, &json_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
     prov pv;
@@ -508,7 +513,8 @@ int cmd_sweep(int argc, char **argv) {
     progress_end(&pr);
     ft_model_free(m);
     if (csv && fclose(csv) != 0 && !rc) rc = fail("cannot write %s", a.csv);
-    if (!rc && a.json) rc = write_json(&a, &pv, pts, have, n, failed);
+    if (!rc && a.json) rc = write_json(&a, json_tmp, &pv, pts, have, n, failed);
+    if (!rc) rc = outfiles_commit();
     if (!rc && failed)
         rc = fail("%d of %d points failed%s%s%s", failed, n, a.csv ? " (status and error columns of " : "",
                   a.csv ? a.csv : "", a.csv ? ")" : "");
