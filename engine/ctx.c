@@ -215,6 +215,15 @@ void ft_ctx_clear_error(ft_ctx *ctx) {
     ctx->errmsg[0] = 0;
 }
 
+ft_status ft_ctx_profiler_range(ft_ctx *ctx, int on) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) return ft_cuda_profiler_range(ctx, on);
+#endif
+    (void)on;
+    return FT_OK;
+}
+
 ft_status ft_ctx_sync(ft_ctx *ctx) {
     if (!ctx) return FT_ERR_INVALID_ARG;
 #ifdef FT_WITH_CUDA

@@ -14,6 +14,8 @@
 #include "cuda_backend_internal.h"
 #include "nvtx.h"
 
+#include <cuda_profiler_api.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +353,14 @@ void ft_cuda_ctx_destroy(ft_ctx *ctx) {
     if (ctx->alloc.impl == s) ctx->alloc.sys_free = NULL;
     free(s);
     ctx->cuda = NULL;
+}
+
+ft_status ft_cuda_profiler_range(ft_ctx *ctx, int on) {
+    (void)ctx;
+    cudaError_t e = on ? cudaProfilerStart() : cudaProfilerStop();
+    if (e == cudaSuccess) return FT_OK;
+    (void)cudaGetLastError(); /* a profiler API refusal must not fail the next launch */
+    return FT_ERR_CUDA;
 }
 
 ft_status ft_cuda_sync(ft_ctx *ctx) {

@@ -135,6 +135,7 @@ static int run_model(const char *exe, const char *model, const char *mode, const
     snprintf(in, sizeof in, "%s/inputs.safetensors", dir);
     snprintf(out, sizeof out, "%s/out.safetensors", tmpdir);
     remove(rec_path);
+    fflush(stdout); /* or the child flushes our buffered lines again */
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen("/dev/null", "w", stdout)) _exit(126);
@@ -151,6 +152,69 @@ static int run_model(const char *exe, const char *model, const char *mode, const
     waitpid(pid, &status, 0);
     remove(out);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs exe with args (NULL-terminated), stdout to /dev/null, after setting the
+ * variables of env ("NAME=VALUE" strings, NULL-terminated). Returns the exit status. */
+static int run_with(const char *exe, const char *const *args, const char *const *env) {
+    fflush(stdout); /* or the child flushes our buffered lines again */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(126);
+        for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+        const char *argv[24] = {exe};
+        int n = 1;
+        for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(exe, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The launch counts of the profiler windows the emulator logged, in order. */
+static int read_windows(const char *path, long long *w, int max) {
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    if (!f) return 0;
+    while (n < max && fscanf(f, "window %lld\n", &w[n]) == 1) n++;
+    fclose(f);
+    return n;
+}
+
+/* bench puts its timed iterations, and only those, in one cudaProfilerStart/Stop
+ * window (what `nsys --capture-range=cudaProfilerApi` records): the window's
+ * launches grow with --iters and hold nothing of the first call or the warm-up. */
+static void test_profiler_capture_range(void) {
+    if (access(emu_tool, X_OK) != 0) {
+        SKIP("%s not built", emu_tool);
+        return;
+    }
+    char dir[512], log[600], env_log[700];
+    snprintf(dir, sizeof dir, "%s/bert", ft_test_golden_dir());
+    snprintf(log, sizeof log, "%s/windows.txt", tmpdir);
+    snprintf(env_log, sizeof env_log, "FT_EMU_PROFILER_LOG=%s", log);
+    const char *env[] = {env_log, "FT_NVTX=0", NULL};
+    const char *protocols[] = {"sync", "paper"};
+    for (int p = 0; p < 2; p++) {
+        long long w[2][4];
+        int n[2];
+        for (int k = 0; k < 2; k++) {
+            const char *iters = k ? "4" : "2";
+            const char *args[] = {"bench", dir, "--device", "cuda", "--mode", "eager", "--iters", iters,
+                                  "--warmup", "3", "--protocol", protocols[p], NULL};
+            remove(log);
+            CHECK(run_with(emu_tool, args, env) == 0, "bench --iters %s failed", iters);
+            n[k] = read_windows(log, w[k], 4);
+        }
+        CHECK(n[0] == 1 && n[1] == 1, "%s: %d and %d windows, want 1 each", protocols[p], n[0], n[1]);
+        if (n[0] == 1 && n[1] == 1)
+            CHECK(w[0][0] > 0 && w[1][0] == 2 * w[0][0],
+                  "%s: %lld launches in the window of 2 iterations, %lld in that of 4", protocols[p],
+                  w[0][0], w[1][0]);
+    }
 }
 
 static const char *const phases = "check,infer,alloc,select,launch";
@@ -419,6 +483,7 @@ int main(void) {
     RUN(test_golden_emulated_cuda);
     RUN(test_step_names);
     RUN(test_switches);
+    RUN(test_profiler_capture_range);
     RUN(test_failing_ops_balance);
     RUN(test_failing_forward_balance);
     ft_test_tmpdir_remove();
