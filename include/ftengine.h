@@ -704,6 +704,10 @@ typedef struct ft_profile_summary {
 /** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before
  *  the first stop. */
 ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out);
+/** Why this profiler collects no CUPTI records on its CUDA context, known from
+ *  ft_profiler_create on (e.g. another CUPTI client such as Nsight Systems is
+ *  attached: then host timers only); "" when it collects them, or on the CPU. */
+const char *ft_profiler_cupti_note(const ft_profiler *p);
 
 /** One op record of the last window. */
 typedef struct ft_profile_op {

@@ -154,13 +154,14 @@ static int run_model(const char *exe, const char *model, const char *mode, const
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Runs exe with args (NULL-terminated), stdout to /dev/null, after setting the
- * variables of env ("NAME=VALUE" strings, NULL-terminated). Returns the exit status. */
-static int run_with(const char *exe, const char *const *args, const char *const *env) {
+/* Runs exe with args (NULL-terminated), stdout to the file out (NULL: /dev/null),
+ * after setting the variables of env ("NAME=VALUE" strings, NULL-terminated).
+ * Returns the exit status. */
+static int run_with(const char *exe, const char *const *args, const char *const *env, const char *out) {
     fflush(stdout); /* or the child flushes our buffered lines again */
     pid_t pid = fork();
     if (pid == 0) {
-        if (!freopen("/dev/null", "w", stdout)) _exit(126);
+        if (!freopen(out ? out : "/dev/null", "w", stdout)) _exit(126);
         for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
         const char *argv[24] = {exe};
         int n = 1;
@@ -206,7 +207,7 @@ static void test_profiler_capture_range(void) {
             const char *args[] = {"bench", dir, "--device", "cuda", "--mode", "eager", "--iters", iters,
                                   "--warmup", "3", "--protocol", protocols[p], NULL};
             remove(log);
-            CHECK(run_with(emu_tool, args, env) == 0, "bench --iters %s failed", iters);
+            CHECK(run_with(emu_tool, args, env, NULL) == 0, "bench --iters %s failed", iters);
             n[k] = read_windows(log, w[k], 4);
         }
         CHECK(n[0] == 1 && n[1] == 1, "%s: %d and %d windows, want 1 each", protocols[p], n[0], n[1]);
@@ -215,6 +216,40 @@ static void test_profiler_capture_range(void) {
                   "%s: %lld launches in the window of 2 iterations, %lld in that of 4", protocols[p],
                   w[0][0], w[1][0]);
     }
+}
+
+/* Under Nsight Systems ftengine's own CUPTI cannot subscribe (one subscriber per
+ * process): bench and sweep must run on with host timers and say so up front.
+ * The emulator's CUPTI refuses as under nsys with FT_EMU_CUPTI_BUSY=1. */
+static void test_cupti_busy_fallback(void) {
+    if (access(emu_tool, X_OK) != 0) {
+        SKIP("%s not built", emu_tool);
+        return;
+    }
+    char dir[512], out[600];
+    snprintf(dir, sizeof dir, "%s/bert", ft_test_golden_dir());
+    snprintf(out, sizeof out, "%s/stdout.txt", tmpdir);
+    const char *busy[] = {"FT_EMU_CUPTI_BUSY=1", NULL}, *free_env[] = {"FT_EMU_CUPTI_BUSY=0", NULL};
+    const char *bench[] = {"bench", dir, "--device", "cuda", "--iters", "2", "--warmup", "1", "--phases", NULL};
+    const char *sweep[] = {"sweep", dir, "--device", "cuda", "--iters", "2", "--warmup", "1",
+                           "--batches", "1", "--modes", "eager", "--overhead", NULL};
+    const char *const *cmds[] = {bench, sweep};
+    for (int c = 0; c < 2; c++)
+        for (int b = 0; b < 2; b++) {
+            int rc = run_with(emu_tool, cmds[c], b ? busy : free_env, out);
+            char text[16384] = "";
+            FILE *f = fopen(out, "r");
+            size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+            text[n] = 0;
+            if (f) fclose(f);
+            const char *line = strstr(text, "profiler: another CUPTI client is attached");
+            /* in the header: before the results */
+            const char *results = strstr(text, c ? "\nbatch " : "\nlatency ms:");
+            CHECK(rc == 0, "%s with CUPTI %s exited %d", cmds[c][0], b ? "busy" : "free", rc);
+            CHECK(b ? line && results && line < results : !line,
+                  "%s with CUPTI %s: header line %s: %.300s", cmds[c][0], b ? "busy" : "free",
+                  line ? "present" : "missing", text);
+        }
 }
 
 static const char *const phases = "check,infer,alloc,select,launch";
@@ -484,6 +519,7 @@ int main(void) {
     RUN(test_step_names);
     RUN(test_switches);
     RUN(test_profiler_capture_range);
+    RUN(test_cupti_busy_fallback);
     RUN(test_failing_ops_balance);
     RUN(test_failing_forward_balance);
     ft_test_tmpdir_remove();

@@ -350,6 +350,7 @@ static int cmd_bench(int argc, char **argv) {
            ft_model_arch(m), ft_device_name(a.device), ft_mode_name(a.mode), ft_dtype_name(a.dtype),
            a.batch, (long long)in[0].shape[n_in && in[0].ndim > 1 ? 1 : 0]);
     printf("device: %s\n", ft_ctx_device_label(ctx));
+    if (prof && ft_profiler_cupti_note(prof)[0]) printf("profiler: %s\n", ft_profiler_cupti_note(prof));
     if (a.paper)
         printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
                "%d warmup)\n", mean, a.iters, first, a.warmup);

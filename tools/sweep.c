@@ -91,6 +91,7 @@ int cmd_sweep(int argc, char **argv) {
         po.max_ops = (int64_t)a.iters * 4096 < (1 << 21) ? (int64_t)a.iters * 4096 : (1 << 21);
         if (ft_profiler_create(ctx, &po, &prof) != FT_OK) rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
     }
+    if (prof && ft_profiler_cupti_note(prof)[0]) printf("profiler: %s\n", ft_profiler_cupti_note(prof));
     if (!rc && a.csv) {
         snprintf(tmp, sizeof tmp, "%s.tmp%ld", a.csv, (long)getpid());
         if (!(csv = fopen(tmp, "w"))) rc = fail("cannot write %s", tmp);
