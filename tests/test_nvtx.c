@@ -347,6 +347,15 @@ static void test_golden_emulated_cuda(void) {
     golden_trees(emu_tool, "cuda", 1, 5);
 }
 
+/* The same on a real GPU, when this machine has one (tests/gpu_check.sh runs it). */
+static void test_golden_gpu(void) {
+    if (ft_cuda_device_count() <= 0) {
+        SKIP("no CUDA device here (the emulated run above covers the CUDA code paths)");
+        return;
+    }
+    golden_trees(tool, "cuda", 1, 5);
+}
+
 /* Graph mode names its steps by what was fused: the golden BERT's FFN GEMM
  * carries its bias and GELU. */
 static void test_step_names(void) {
@@ -516,6 +525,7 @@ int main(void) {
     unsetenv("FT_NVTX");
     RUN(test_golden_cpu);
     RUN(test_golden_emulated_cuda);
+    RUN(test_golden_gpu);
     RUN(test_step_names);
     RUN(test_switches);
     RUN(test_profiler_capture_range);
