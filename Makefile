@@ -89,14 +89,22 @@ CUDA_CSRC := $(wildcard engine/cuda_*.c graph/cuda_*.c)
 CU_SRCS   := $(wildcard kernels/cuda/*.cu)
 
 OBJS := $(CPU_SRCS:%.c=$(BUILD)/obj/%.o)
+# NVTX v3 is header-only (plus -ldl): the CPU-only build has it too when a toolkit's
+# headers are around, so a tool attached to a CPU run sees ftengine's ranges
+ifeq ($(NVCC),)
+  NVTX_ROOT := $(firstword $(foreach d,$(CUDA_HOME) /usr/local/cuda,$(if $(wildcard $(d)/include/nvtx3/nvToolsExt.h),$(d))))
+  HAVE_NVTX := $(if $(NVTX_ROOT),1,)
+  NVTX_CPPFLAGS := $(if $(NVTX_ROOT),-isystem $(NVTX_ROOT)/include)
+endif
+ifeq ($(HAVE_NVTX),1)
+  CPPFLAGS += -DFT_WITH_NVTX $(NVTX_CPPFLAGS)
+  LDLIBS   += -ldl
+endif
 ifneq ($(NVCC),)
   CPPFLAGS += -DFT_WITH_CUDA -I$(CUDA_ROOT)/include
   OBJS     += $(CUDA_CSRC:%.c=$(BUILD)/obj/%.o) $(CU_SRCS:%.cu=$(BUILD)/obj/%.o)
   CUDA_LIBDIR := $(CUDA_ROOT)/lib64
   LDLIBS   += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas
-  ifeq ($(HAVE_NVTX),1)
-    CPPFLAGS += -DFT_WITH_NVTX
-  endif
   ifeq ($(HAVE_CUPTI),1)
     CPPFLAGS += -DFT_WITH_CUPTI -I$(CUPTI_INC)
     LDLIBS   += -L$(CUPTI_LIB) -Wl,-rpath,$(CUPTI_LIB) -lcupti
@@ -118,6 +126,12 @@ $(shell mkdir -p $(BUILD); echo '$(CONFIG_ID)' | cmp -s - $(STAMP) || echo '$(CO
 LIB_A  := $(BUILD)/libftengine.a
 LIB_SO := $(BUILD)/libftengine.so
 TOOL   := $(BUILD)/ftengine
+
+# the NVTX tool the tests attach (tests/nvtx_inject.c, loaded via NVTX_INJECTION64_PATH)
+NVTX_INJECT := $(if $(HAVE_NVTX),$(BUILD)/tests/libnvtx_inject.so)
+$(BUILD)/tests/libnvtx_inject.so: tests/nvtx_inject.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -MMD -MP,$(CFLAGS)) -shared -o $@ $< -lpthread
 
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -185,7 +199,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_A)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # the test programs without running them (gpu_check.sh runs some under compute-sanitizer)
-test-bins: all $(TEST_BINS) $(EXAMPLE_BINS)
+test-bins: all $(TEST_BINS) $(EXAMPLE_BINS) $(NVTX_INJECT)
 
 examples: $(EXAMPLE_BINS)
 	@echo "ftengine: built $(EXAMPLE_BINS)"
@@ -198,7 +212,7 @@ $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 # the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib
 PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py)
 
-test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(EMU_TOOL)
+test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)
 	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py not run")
 	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)

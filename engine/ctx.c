@@ -7,6 +7,7 @@
  */
 #include "ft_internal.h"
 #include "cuda_backend.h"
+#include "nvtx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,12 +111,12 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     ctx->opt_gemm_autotune = o.gemm_autotune;
     ctx->cpu_threads = o.cpu_threads;
     ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
-    if (env_flag("FT_NVTX")) ctx->hooks = ft_nvtx_hooks();
     const char *cost = getenv("FT_OP_HOST_COST_US");
     if (cost) ctx->extra_op_cost_us = atof(cost);
 #ifdef _OPENMP
     if (o.cpu_threads > 0) omp_set_num_threads(o.cpu_threads);
 #endif
+    ft_nvtx_ctx_init(ctx); /* after the OpenMP team is sized: it names the workers */
     if (o.device == FT_DEVICE_CPU) {
         ft_allocator_init_cpu(&ctx->alloc);
     } else {
@@ -212,6 +213,15 @@ void ft_ctx_clear_error(ft_ctx *ctx) {
     if (!ctx) return;
     ctx->status = FT_OK;
     ctx->errmsg[0] = 0;
+}
+
+ft_status ft_ctx_profiler_range(ft_ctx *ctx, int on) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+#ifdef FT_WITH_CUDA
+    if (ctx->device == FT_DEVICE_CUDA) return ft_cuda_profiler_range(ctx, on);
+#endif
+    (void)on;
+    return FT_OK;
 }
 
 ft_status ft_ctx_sync(ft_ctx *ctx) {

@@ -12,6 +12,9 @@
  */
 #include "cuda_backend.h"
 #include "cuda_backend_internal.h"
+#include "nvtx.h"
+
+#include <cuda_profiler_api.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +254,7 @@ static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
     s->stream = NULL;
     if (old) (void)cudaStreamDestroy(old);
     CU_TRY(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    if (ctx->nvtx) ft_nvtx_name_stream(s->stream, "ftengine compute");
     BLAS_TRY(ctx, cublasSetStream(s->blas, s->stream));
     BLAS_TRY(ctx, cublasSetWorkspace(s->blas, s->blas_ws, s->blas_ws_size));
     return FT_OK;
@@ -310,6 +314,8 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     snprintf(s->name, sizeof s->name, "%s", prop.name);
 
     CU_TRY(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    /* the one stream: kernels and copies alike (there is no separate copy stream) */
+    if (ctx->nvtx) ft_nvtx_name_stream(s->stream, "ftengine compute");
     CU_TRY(ctx, cudaEventCreateWithFlags(&s->pinned_done, cudaEventDisableTiming));
 
     s->gemm_cache = (ft_gemm_plan *)calloc(FT_GEMM_CACHE_SLOTS, sizeof *s->gemm_cache);
@@ -366,6 +372,14 @@ void ft_cuda_ctx_destroy(ft_ctx *ctx) {
     if (ctx->alloc.impl == s) ctx->alloc.sys_free = NULL;
     free(s);
     ctx->cuda = NULL;
+}
+
+ft_status ft_cuda_profiler_range(ft_ctx *ctx, int on) {
+    (void)ctx;
+    cudaError_t e = on ? cudaProfilerStart() : cudaProfilerStop();
+    if (e == cudaSuccess) return FT_OK;
+    (void)cudaGetLastError(); /* a profiler API refusal must not fail the next launch */
+    return FT_ERR_CUDA;
 }
 
 ft_status ft_cuda_sync(ft_ctx *ctx) {

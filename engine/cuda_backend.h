@@ -23,6 +23,8 @@ ft_status ft_cuda_h2d(ft_ctx *ctx, void *dst, const void *src, size_t bytes);
 /* Device -> host copy; waits for the stream. */
 ft_status ft_cuda_d2h(ft_ctx *ctx, void *dst, const void *src, size_t bytes);
 ft_status ft_cuda_sync(ft_ctx *ctx);
+/* cudaProfilerStart (on) / cudaProfilerStop; FT_ERR_CUDA (no sticky error) if refused. */
+ft_status ft_cuda_profiler_range(ft_ctx *ctx, int on);
 /* After a kernel launch: turns cudaGetLastError into an ft_status naming `what`;
  * with ctx->sync_debug also synchronizes so a fault is pinned to its op. */
 ft_status ft_cuda_after_launch(ft_ctx *ctx, const char *what);

@@ -176,8 +176,6 @@ typedef struct ft_dispatch_hooks {
     void *user;
 } ft_dispatch_hooks;
 
-/* NVTX ranges per op and phase (engine/nvtx.c); NULL without NVTX. */
-const ft_dispatch_hooks *ft_nvtx_hooks(void);
 
 struct ft_trace; /* graph/trace.h */
 
@@ -199,6 +197,12 @@ struct ft_ctx {
     struct ft_trace *trace; /* recording target while exec == FT_EXEC_TRACE */
 
     const ft_dispatch_hooks *hooks; /* NULL: no instrumentation */
+    /* NVTX (engine/nvtx.h): on when a tool listens; its hooks (user = this context) */
+    int nvtx;
+    int nvtx_quiet;       /* set by the executor around a plan run: its steps push ranges */
+    int nvtx_phase_open;  /* a phase range is open (a failing op closes it) */
+    int64_t nvtx_seq, nvtx_forwards; /* payloads: op index in the forward, forward index */
+    ft_dispatch_hooks nvtx_hooks;
     ft_op_counter counters[FT_OP_COUNT];
     int sync_debug;       /* FT_SYNC_DEBUG=1: synchronize after every op (CUDA) */
     double extra_op_cost_us; /* emulated per-op host cost (FT_OP_HOST_COST_US) */

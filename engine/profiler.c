@@ -601,6 +601,10 @@ ft_status ft_prof_finish(ft_profiler *p, const ft_gpu_rec *recs, size_t n, uint6
 /* Getters                                                                    */
 /* ------------------------------------------------------------------------- */
 
+const char *ft_profiler_cupti_note(const ft_profiler *p) {
+    return p && !p->cupti_ok ? p->cupti_note : "";
+}
+
 ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out) {
     if (!p || !out) return FT_ERR_INVALID_ARG;
     *out = p->sum;

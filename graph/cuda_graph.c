@@ -4,6 +4,7 @@
  * is allocated before capture by the executor's warm-up run.
  */
 #include "cuda_graph.h"
+#include "../engine/nvtx.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -80,17 +81,21 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
         return ft_set_error(ctx, FT_ERR_CAPTURE,
                             "CUDA graph capture needs the context's non-blocking stream");
     double t0 = now_ms();
+    /* NVTX: "capture" from begin to end capture, "instantiate" over instantiate + upload */
+    if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_CAPTURE_RANGE, -1);
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     /* every failure below also clears the runtime's last error: left set, the next
      * FT_CUDA_LAUNCH_CHECK (cudaGetLastError) would blame an unrelated kernel */
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
+        if (ctx->nvtx) ft_nvtx_pop();
         return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaStreamBeginCapture failed: %s",
                             cudaGetErrorString(e));
     }
     ft_status st = run(user);
     cudaGraph_t graph = NULL;
     e = cudaStreamEndCapture(s, &graph);
+    if (ctx->nvtx) ft_nvtx_pop();
     if (st != FT_OK || e != cudaSuccess || !graph) {
         if (graph) cudaGraphDestroy(graph);
         (void)cudaGetLastError(); /* a failed capture leaves a sticky launch error behind */
@@ -103,15 +108,18 @@ ft_status ft_cuda_graph_capture(ft_ctx *ctx, ft_status (*run)(void *user), void 
     }
     double t1 = now_ms();
     cudaGraphExec_t exec = NULL;
+    if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_INSTANTIATE, -1);
     e = cudaGraphInstantiate(&exec, graph, 0);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         cudaGraphDestroy(graph);
+        if (ctx->nvtx) ft_nvtx_pop();
         return ft_set_error(ctx, FT_ERR_CAPTURE, "cudaGraphInstantiate failed: %s",
                             cudaGetErrorString(e));
     }
     /* upload now so the first replay does not pay for it */
     e = cudaGraphUpload(exec, s);
+    if (ctx->nvtx) ft_nvtx_pop();
     double t2 = now_ms();
     ft_cuda_graph *g = (ft_cuda_graph *)calloc(1, sizeof *g);
     if (!g || e != cudaSuccess) {

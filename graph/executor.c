@@ -13,6 +13,7 @@
 #include "graph_api.h"
 #include "graph.h"
 #include "trace.h"
+#include "../engine/nvtx.h"
 #include "../engine/replay_map.h"
 #ifdef FT_WITH_CUDA
 #include "../engine/cuda_backend.h"
@@ -44,6 +45,7 @@ typedef struct ft_plan {
     ft_graph *g;
     ft_plan_step *steps;
     ft_tensor **step_nodes; /* [n_steps] steps[i].node, for ft_model_plan_step */
+    ft_nvtx_name *nvtx_steps; /* [n_steps] the steps' NVTX names, or NULL (NVTX off) */
     int n_steps;
     ft_block *arena;
     void *staging;        /* host buffer for inputs converted to the model dtype, or, when
@@ -93,6 +95,7 @@ static void plan_free(ft_plan *p) {
     if (p->arena) ft_block_unref(p->arena);
     free(p->steps);
     free(p->step_nodes);
+    free(p->nvtx_steps);
     free(p->staging);
     free(p);
 }
@@ -160,11 +163,16 @@ static ft_status run_bare(void *user) {
     return FT_OK;
 }
 
-/* Graph mode's walk: hooks and counters, as the profiler expects of a launch. */
+/* Graph mode's walk: hooks and counters, as the profiler expects of a launch;
+ * with NVTX, one range per step named by what it runs (the NVTX hooks are quiet
+ * meanwhile: the step range is the op range). */
 static ft_status run_hooked(ft_ctx *ctx, ft_plan *p) {
     const ft_dispatch_hooks *h = ctx->hooks;
+    const ft_nvtx_name *names = ctx->nvtx ? p->nvtx_steps : NULL;
+    ctx->nvtx_quiet = 1;
     for (int i = 0; i < p->n_steps; i++) {
         ft_tensor *node = p->steps[i].node;
+        if (names) ft_nvtx_push(&names[i], FT_NVTX_STEP, i);
         if (h && h->op_begin) h->op_begin(h->user, node);
         if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, node);
         ft_status st = (ft_status)p->steps[i].fn(ctx, node);
@@ -175,13 +183,16 @@ static ft_status run_hooked(ft_ctx *ctx, ft_plan *p) {
         if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_LAUNCH, node);
         ctx->counters[node->op].launches++;
         if (h && h->op_end) h->op_end(h->user, node, st);
+        if (names) ft_nvtx_pop();
         if (st != FT_OK) {
+            ctx->nvtx_quiet = 0;
             char d[256];
             if (ctx->status == FT_OK) ft_set_error(ctx, st, "kernel failed");
             ft_error_prefix(ctx, "plan step %d %s", i, ft_node_describe(node, d, sizeof d));
             return st;
         }
     }
+    ctx->nvtx_quiet = 0;
     return FT_OK;
 }
 
@@ -301,11 +312,17 @@ static ft_status plan_run(ft_model *m, ft_plan *p) {
     ft_status st = copy_inputs(m, p);
     if (st != FT_OK) return st;
     run_args a = {ctx, p, NULL};
-    if (!p->is_static) st = run_hooked(ctx, p);
+    if (!p->is_static) {
+        st = run_hooked(ctx, p);
+    } else {
+        if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_REPLAY_RANGE, p->n_steps);
 #ifdef FT_WITH_CUDA
-    else if (p->cg) st = as_one_op(ctx->hooks, &p->launch_op, run_graph, &a);
+        if (p->cg) st = as_one_op(ctx->hooks, &p->launch_op, run_graph, &a);
+        else
 #endif
-    else st = as_one_op(ctx->hooks, &static_plan_op, run_bare, &a);
+            st = as_one_op(ctx->hooks, &static_plan_op, run_bare, &a);
+        if (ctx->nvtx) ft_nvtx_pop();
+    }
     if (st != FT_OK) return st;
     return register_outputs(m, p);
 }
@@ -402,6 +419,20 @@ static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
     return FT_OK;
 }
 
+/* The steps' NVTX names, "linear+bias+gelu": the op and what was fused into it
+ * (the detail of ft_model_plan_step), registered once per distinct name. Out of
+ * host memory the steps simply have no ranges. */
+static void name_steps(ft_plan *p) {
+    p->nvtx_steps = (ft_nvtx_name *)calloc((size_t)(p->n_steps ? p->n_steps : 1), sizeof *p->nvtx_steps);
+    for (int i = 0; p->nvtx_steps && i < p->n_steps; i++) {
+        char d[sizeof(((ft_plan_step_info *)0)->detail)], name[sizeof d + 32];
+        const ft_tensor *t = p->steps[i].node;
+        ft_plan_step_detail(t, d, sizeof d);
+        snprintf(name, sizeof name, "%s%s%s", ft_op_name(t->op), d[0] ? "+" : "", d);
+        p->nvtx_steps[i] = ft_nvtx_name_of(name);
+    }
+}
+
 #ifdef FT_WITH_CUDA
 /* The plan takes the map filled during its capture (which may be NULL) and the
  * pseudo op that hands it to the profiler at each replay. */
@@ -441,14 +472,20 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         for (int d = 0; d < h->ndim; d++) p->in[i].shape[d] = h->shape[d];
     }
     ft_graph_stats *s = &p->stats;
+    /* NVTX: trace, passes and plan, each its own range under the forward's */
     double t0 = now_ms();
+    if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_TRACE, -1);
     ft_status st = ft_graph_trace_model(m, &p->g);
+    if (ctx->nvtx) ft_nvtx_pop();
     double t1 = now_ms();
     if (st == FT_OK) {
         s->traced_kernels = ft_graph_kernel_count(p->g);
+        if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_PASSES, -1);
         st = ft_graph_optimize(p->g);
+        if (ctx->nvtx) ft_nvtx_pop();
     }
     double t2 = now_ms();
+    if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_PLAN, -1);
     ft_mem_plan mp;
     memset(&mp, 0, sizeof mp);
     size_t *offs = NULL;
@@ -493,7 +530,9 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     capture = p->is_static && ctx->device == FT_DEVICE_CUDA && !env_on("FT_DISABLE_CUDA_GRAPHS");
 #endif
     if (st == FT_OK) st = resolve_steps(ctx, p, capture);
-    double t3 = now_ms();
+    double t3 = now_ms(); /* naming the steps is NVTX's cost, not planning's */
+    if (st == FT_OK && ctx->nvtx && !p->is_static) name_steps(p);
+    if (ctx->nvtx) ft_nvtx_pop();
     if (st == FT_OK) {
         s->valid = 1;
         s->kernels_per_forward = p->n_steps;
@@ -525,8 +564,10 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         ctx->scratch_pool = &p->scratch;
         st = copy_inputs(m, p);
         /* a profiler sees the warm-up as one pseudo op, so its kernels are linked */
+        if (ctx->nvtx) ft_nvtx_push_fixed(FT_NVTX_WARMUP, p->n_steps);
         if (st == FT_OK) st = as_one_op(ctx->hooks, &warmup_op, run_bare, &a);
         if (st == FT_OK) st = ft_cuda_sync(ctx);
+        if (ctx->nvtx) ft_nvtx_pop();
         /* made before the capture, where nothing may be allocated; without it
          * (out of host memory) replays are only profiled whole */
         if (st == FT_OK && (a.map = ft_replay_map_new(p->n_steps))) a.map->usable = 1;

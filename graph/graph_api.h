@@ -39,6 +39,9 @@ typedef struct ft_plan_view {
 /* Fills *v (zeros and false when m has no plan). v->nodes stays valid until the
  * next forward of m. */
 bool ft_graph_last_plan(const ft_model *m, ft_plan_view *v);
+/* What a plan step computes beyond its op ("bias+gelu"), as ft_plan_step_info.detail
+ * says it (graph/plan_info.c); "" when nothing was fused into it. */
+void ft_plan_step_detail(const ft_tensor *t, char *d, size_t n);
 
 
 #ifdef __cplusplus

@@ -72,6 +72,8 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     }
 }
 
+void ft_plan_step_detail(const ft_tensor *t, char *d, size_t n) { describe(t, d, n); }
+
 /* The node that holds t's storage: t itself, or the root of a view. */
 static const ft_tensor *root_of(const ft_tensor *t) {
     while (t && t->op == FT_OP_VIEW && t->view_src) t = t->view_src;

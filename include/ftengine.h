@@ -227,6 +227,13 @@ const char *ft_ctx_errmsg(const ft_ctx *ctx);
 void ft_ctx_clear_error(ft_ctx *ctx);
 /** Waits until all work enqueued on the context has finished. */
 ft_status ft_ctx_sync(ft_ctx *ctx);
+/** Opens (on = 1) or closes (on = 0) a window for an attached profiler: on a CUDA
+ *  context cudaProfilerStart / cudaProfilerStop, so `nsys profile
+ *  --capture-range=cudaProfilerApi` records exactly what runs in between (sync the
+ *  context before closing it); nothing on the CPU. Records no error in the context:
+ *  FT_ERR_CUDA only says the runtime refused. `ftengine bench` and `sweep` put each
+ *  timed loop in one (docs/nsight.md). */
+ft_status ft_ctx_profiler_range(ft_ctx *ctx, int on);
 /** Releases every tensor created by ops on this context (not model weights or outputs). */
 void ft_ctx_reset(ft_ctx *ctx);
 
@@ -709,6 +716,10 @@ typedef struct ft_profile_summary {
 /** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before
  *  the first stop. */
 ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out);
+/** Why this profiler collects no CUPTI records on its CUDA context, known from
+ *  ft_profiler_create on (e.g. another CUPTI client such as Nsight Systems is
+ *  attached: then host timers only); "" when it collects them, or on the CPU. */
+const char *ft_profiler_cupti_note(const ft_profiler *p);
 
 /** One op record of the last window. */
 typedef struct ft_profile_op {

@@ -10,6 +10,7 @@
  * same forward() to graph/ to be traced and planned.
  */
 #include "model.h"
+#include "../engine/nvtx.h"
 #include "../engine/safetensors.h"
 #include "../graph/graph_api.h"
 #include "../graph/trace.h"
@@ -244,8 +245,14 @@ ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inpu
                                  "it describes the model but cannot run it", m->source);
     ft_status st = check_inputs(m, inputs, n_inputs);
     if (st != FT_OK) return st;
-    if (m->opt.mode == FT_MODE_EAGER) return forward_eager(m);
-    return ft_graph_forward(m);
+    /* the NVTX tree's root (engine/nvtx.h): popped however the forward ends */
+    if (ctx->nvtx)
+        ft_nvtx_forward_push(ctx, strncmp(m->source, "preset:", 7) ? m->arch->model_type : m->source + 7,
+                             ft_mode_name(m->opt.mode), n_inputs ? inputs[0].ndim : 0,
+                             n_inputs ? inputs[0].shape : NULL);
+    st = m->opt.mode == FT_MODE_EAGER ? forward_eager(m) : ft_graph_forward(m);
+    if (ctx->nvtx) ft_nvtx_pop();
+    return st;
 }
 
 /* ---- example inputs ---- */

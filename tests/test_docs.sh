@@ -9,7 +9,8 @@
 #   - a command whose comment says "needs a GPU" is skipped (run with
 #     FT_DOCS_GPU=1 on a GPU machine); "needs the CUDA toolkit" is skipped in a
 #     CPU-only build; one whose comment starts "# long" is skipped with its
-#     reason (minutes of work that other tests cover).
+#     reason (minutes of work that other tests cover). A comment line of its
+#     own carrying one of these markers marks every command after it in the fence.
 #   - small settings: `ftengine bench|sweep` get --iters 2 --warmup 0 (sweep
 #     also --batches 1,2) inserted before the doc's own options, which win;
 #     `make bench|sweep` get the same through ARGS=. OMP_NUM_THREADS=1 unless set.
@@ -35,7 +36,7 @@ cmds="$work/.commands"
 for f in $files; do
     awk -v F="${f#$root/}" '
         /^```/ { if (inb) { inb = 0; next }
-                 lang = substr($0, 4); inb = 1
+                 lang = substr($0, 4); inb = 1; mark = ""
                  run = (lang == "sh" || lang == "bash" || lang == "shell"); next }
         !inb || !run { next }
         { line = $0
@@ -43,7 +44,11 @@ for f in $files; do
           if (cur ~ /\\$/) { sub(/\\$/, "", cur); cont = 1; next }
           cont = ""
           sub(/^[ \t]*\$ /, "", cur)
+          # a comment line carrying a marker marks every command after it in the fence
+          if (cur ~ /^[ \t]*#/ && cur ~ /needs a GPU|needs the CUDA toolkit|^[ \t]*# long/) {
+              mark = cur; sub(/^[ \t]*#[ ]*/, "", mark); next }
           if (cur ~ /^[ \t]*(#.*)?$/) next
+          if (mark != "" && cur !~ /#/) cur = cur "  # " mark
           printf "%s:%d\t%s\n", F, at, cur }' "$f"
 done >"$cmds"
 

@@ -522,6 +522,7 @@ static int cmd_bench(int argc, char **argv) {
            a.batch, length, unit);
     printf("device: %s\n", ft_ctx_device_label(ctx));
     prov_print(stdout, &pv, date);
+    if (prof && ft_profiler_cupti_note(prof)[0]) printf("profiler: %s\n", ft_profiler_cupti_note(prof));
     if (a.paper)
         printf("latency ms: mean %.4f over %d back-to-back forwards (paper protocol; first call %.3f, "
                "%d warmup)\n", mean, a.iters, first, a.warmup);

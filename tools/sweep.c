@@ -440,6 +440,7 @@ int cmd_sweep(int argc, char **argv) {
         po.max_ops = (int64_t)a.iters * 4096 < (1 << 21) ? (int64_t)a.iters * 4096 : (1 << 21);
         if (ft_profiler_create(ctx, &po, &prof) != FT_OK) rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
     }
+    if (prof && ft_profiler_cupti_note(prof)[0]) printf("profiler: %s\n", ft_profiler_cupti_note(prof));
     /* the model must load at all (a wrong path or config is an error, not a row) */
     if (!rc) {
         a.mode = modes[0];

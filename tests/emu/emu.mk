@@ -14,7 +14,7 @@ EMU_BUILD := $(BUILD)/emu
 # with the toolkit's CUPTI headers the engine's CUPTI layer is built too, over
 # the fake CUPTI of tests/emu/fake_cupti.c (libcupti itself is never linked)
 EMU_CPPFLAGS := -Iinclude -Iengine -D_GNU_SOURCE -DFT_WITH_CUDA -DFT_CUDA_EMU -I$(CUDA_ROOT)/include \
-                $(if $(HAVE_CUPTI),-DFT_WITH_CUPTI -I$(CUPTI_INC))
+                $(if $(HAVE_CUPTI),-DFT_WITH_CUPTI -I$(CUPTI_INC)) $(if $(HAVE_NVTX),-DFT_WITH_NVTX)
 EMU_CFLAGS   := $(filter-out -MMD -MP,$(CFLAGS)) -MMD -MP
 EMU_CXXFLAGS := -std=c++17 -O1 -fPIC -fno-strict-aliasing -Wall -Wno-unknown-pragmas \
                 -Wno-maybe-uninitialized -MMD -MP $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -g)
@@ -23,7 +23,7 @@ EMU_SUPPORT := $(wildcard tests/emu/*.c)
 EMU_OBJS := $(CPU_SRCS:%.c=$(EMU_BUILD)/obj/%.o) $(CUDA_CSRC:%.c=$(EMU_BUILD)/obj/%.o) \
             $(CU_SRCS:%.cu=$(EMU_BUILD)/obj/%.o) $(EMU_SUPPORT:%.c=$(EMU_BUILD)/obj/%.o)
 EMU_LIB  := $(EMU_BUILD)/libftengine_emu.a
-EMU_LIBS := -lm -lpthread -lstdc++
+EMU_LIBS := -lm -lpthread -lstdc++ $(if $(HAVE_NVTX),-ldl)
 
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_funnel_mobilebert test_funnel_factorized \

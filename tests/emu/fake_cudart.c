@@ -146,6 +146,29 @@ static cudaError_t check_launch(dim3 g, dim3 b, size_t smem) {
 
 static atomic_ullong g_pdl_launches;
 
+/* cudaProfilerStart/Stop: the launches between them are counted, and each Stop
+ * appends "window N" to the file FT_EMU_PROFILER_LOG names, so a test can see
+ * which work a `nsys --capture-range=cudaProfilerApi` run would record. */
+static atomic_int g_prof_on;
+static atomic_ullong g_prof_launches;
+
+cudaError_t cudaProfilerStart(void) {
+    atomic_store(&g_prof_launches, 0);
+    atomic_store(&g_prof_on, 1);
+    return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStop(void) {
+    if (!atomic_exchange(&g_prof_on, 0)) return cudaSuccess;
+    const char *path = getenv("FT_EMU_PROFILER_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "window %llu\n", (unsigned long long)atomic_load(&g_prof_launches));
+        fclose(f);
+    }
+    return cudaSuccess;
+}
+
 unsigned long long ft_emu_pdl_launches(void) { return atomic_load(&g_pdl_launches); }
 
 cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem,
@@ -169,6 +192,7 @@ cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem
     snprintf(l->what, sizeof l->what, LAUNCH_PREFIX "%s", name ? name : "(unnamed)");
     e = ft_emu_submit(s, (ft_emu_work){launch_run, launch_release, l, l->what, 0, 0, l->pdl});
     if (e == cudaSuccess && pdl) atomic_fetch_add(&g_pdl_launches, 1);
+    if (e == cudaSuccess && atomic_load(&g_prof_on)) atomic_fetch_add(&g_prof_launches, 1);
     return e;
 }
 
