@@ -7,6 +7,7 @@
  */
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "../../engine/ft_checked.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -102,7 +103,13 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
 
     float beta = res_in_c ? 1.0f : 0.0f;
-    size_t col_bytes = (size_t)(direct ? 1 : kk * n) * sizeof(float);
+    int64_t col_n;
+    size_t col_bytes;
+    if (!ft_mul_ok(direct ? 1 : kk, direct ? 1 : n, &col_n) || !ft_bytes_ok(col_n, sizeof(float), &col_bytes)) {
+        st = ft_set_error(ctx, FT_ERR_SHAPE, "%s: its im2col buffer of %lld x %lld elements is too large", name,
+                          (long long)kk, (long long)n);
+        goto done;
+    }
     int nt = ft_cpu_gemm_threads();
     if (nt > 1 && items >= nt && g->groups > 1) {
         /* many small grouped products: one (batch, group) per thread */
