@@ -425,7 +425,7 @@ float ft_cpu_act(int act, float x) {
         float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanhf(u));
     }
-    case FT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case FT_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN stays NaN, as the RELU op and torch.relu */
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     default: return x;
