@@ -189,7 +189,11 @@ typedef struct ft_ctx ft_ctx;
 typedef struct ft_ctx_options {
     ft_device device;  /* FT_DEVICE_CPU or FT_DEVICE_CUDA */
     int device_index;  /* CUDA device ordinal (0) */
-    int cpu_threads;   /* OpenMP threads for CPU kernels; 0 = the OpenMP default */
+    int cpu_threads;   /* OpenMP threads of this context's CPU kernels, whichever thread
+                        * calls it (each parallel region takes num_threads from the
+                        * context; the calling thread's OpenMP settings are left alone);
+                        * 0 = omp_get_max_threads() when the context is made
+                        * (OMP_NUM_THREADS, else the CPUs the process may use) */
     char *errbuf;      /* optional: why creation failed (no context exists to ask) */
     size_t errbuf_size;
     /* 0: none. Otherwise the context's caching allocator never holds more than this
