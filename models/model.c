@@ -596,7 +596,8 @@ ft_status ft_check_mask_values(ft_model *m, const char *input, float min_value) 
 ft_tensor *ft_additive_mask(ft_ctx *ctx, ft_tensor *mask, float min_value) {
     if (!mask) return NULL;
     ft_tensor *one_minus = ft_scale(ctx, ft_cast(ctx, mask, FT_DTYPE_F32), -1.0f, 1.0f);
-    ft_tensor *add = ft_scale(ctx, one_minus, min_value, 0.0f);
+    /* beta -0: x * min + (-0) is x * min for every x, -0 included (HF's 0 * min) */
+    ft_tensor *add = ft_scale(ctx, one_minus, min_value, -0.0f);
     if (!add) return NULL;
     return ft_reshape(ctx, add, 4, FT_SHAPE(ft_tensor_dim(add, 0), 1, 1, ft_tensor_dim(add, 1)));
 }
