@@ -79,6 +79,10 @@ ifeq ($(SANITIZE),1)
   CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -g
   LDFLAGS += -fsanitize=address,undefined
 endif
+ifeq ($(SANITIZE),thread)
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -g
+  LDFLAGS += -fsanitize=thread
+endif
 
 CPU_SRCS  := $(filter-out engine/cuda_%.c graph/cuda_%.c,$(wildcard engine/*.c graph/*.c models/*.c kernels/cpu/*.c))
 CUDA_CSRC := $(wildcard engine/cuda_*.c graph/cuda_*.c)
@@ -121,6 +125,14 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: tsan-test
+# ThreadSanitizer: contexts in several threads, every golden model and mode, on a
+# CPU-only build of its own (OpenMP at one thread: libgomp is not instrumented)
+TSAN_BUILD ?= $(BUILD)/tsan
+tsan-test:
+	$(MAKE) CUDA=0 SANITIZE=thread BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/tests/test_threads
+	OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(TSAN_BUILD)/tests/test_threads
 
 .PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint
 all: $(LIB_A) $(LIB_SO) $(TOOL)

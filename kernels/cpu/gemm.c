@@ -86,7 +86,9 @@ FT_INLINE void micro_body(const int MRC, int64_t kc, const float *restrict a,
 typedef void (*micro_fn)(int64_t kc, const float *restrict a, const float *restrict b,
                          float *restrict c, int64_t ldc, float beta, int mr, int nr);
 
-#ifdef FT_GEMM_X86_CLONES
+/* (not under ThreadSanitizer: it instruments the clones' ifunc resolver, which the
+ * dynamic loader runs before the sanitizer's runtime is up, and crashes) */
+#if defined(FT_GEMM_X86_CLONES) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 static void micro_6x16(int64_t kc, const float *restrict a, const float *restrict b,
