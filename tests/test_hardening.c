@@ -113,8 +113,12 @@ static void sizes_model_inputs(ft_device dev) {
             char path[600];
             snprintf(path, sizeof path, "%s", g.dir);
             ft_model *m = load(ctx, path, modes[mi]);
+            /* the model's main input alone (the others are optional) */
+            int pi = 0;
+            for (int k = 0; k < g.n_in; k++)
+                if (!strcmp(g.in[k].name, "input_ids")) pi = k;
             for (int i = 0; m && i < N_HUGE; i++) {
-                ft_host_tensor in = g.in[0];
+                ft_host_tensor in = g.in[pi];
                 in.ndim = huge[i].ndim;
                 memcpy(in.shape, huge[i].shape, sizeof huge[i].shape);
                 in.data = small;
