@@ -315,7 +315,11 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
 
 static ft_status mobilebert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                     int *n_in, void **owned) {
-    return ft_example_text_inputs(m, batch, length, ((const mobilebert *)m->priv)->vocab, in, n_in, owned);
+    const mobilebert *b = (const mobilebert *)m->priv;
+    if (b->max_pos > 0 && length > b->max_pos) /* before allocating length x batch ids */
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "sequence length %lld exceeds max_position_embeddings %lld",
+                            (long long)length, (long long)b->max_pos);
+    return ft_example_text_inputs(m, batch, length, b->vocab, in, n_in, owned);
 }
 
 static const char *const mb_prefixes[] = {"mobilebert.", NULL};

@@ -318,7 +318,9 @@ ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x sequence %lld tokens is too large",
                             (long long)batch, (long long)length);
     int64_t *ids = (int64_t *)malloc(bytes);
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    if (!ids)
+        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example ids (%.3g GiB)",
+                            (long long)batch, (long long)length, (double)bytes / 1073741824.0);
     ft_example_fill_ids(ids, n, vocab);
     *owned = ids;
     memset(in, 0, sizeof *in);

@@ -274,7 +274,10 @@ static ft_status resnet_example_inputs(ft_model *m, int64_t batch, int64_t lengt
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld^2 x %lld elements is too large",
                             (long long)batch, (long long)length, (long long)r->channels);
     float *px = (float *)malloc(bytes);
-    if (!px) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    if (!px)
+        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld^2 x %lld example pixels "
+                            "(%.3g GiB)", (long long)batch, (long long)length, (long long)r->channels,
+                            (double)bytes / 1073741824.0);
     uint32_t s = 12345u;
     for (int64_t i = 0; i < n; i++) {
         s = s * 1664525u + 1013904223u;
