@@ -298,6 +298,25 @@ static void masks_models(ft_device dev) {
                 float *o = forward_with(ctx, m, &g, &mt, "last_hidden_state", &n, &st);
                 CHECK(o && count_nonfinite(o, n) == 0, "%s %s mask set %d: %s, %d non-finite", text[c],
                       ft_mode_name(modes[mi]), v, o ? "ran" : ft_ctx_errmsg(ctx), o ? count_nonfinite(o, n) : -1);
+                if (o && v == 1 && strcmp(text[c], "funnel")) {
+                    /* HF's formula: 0.5 * finfo.min is as good as finfo.min wherever a row keeps
+                     * a key, so set 1 must give what the same mask with 0 for 0.5 gives (the 0/1
+                     * path the golden cases check against HF) */
+                    float m01[32];
+                    for (int i = 0; i < 32; i++) m01[i] = mask[i] == 0.5f ? 0.0f : mask[i];
+                    ft_host_tensor t01 = mt;
+                    t01.data = m01;
+                    int64_t n01 = 0;
+                    float *r01 = forward_with(ctx, m, &g, &t01, "last_hidden_state", &n01, &st);
+                    double worst = 0;
+                    for (int64_t i = 0; r01 && n01 == n && i < n; i++) {
+                        double d = fabs((double)o[i] - r01[i]);
+                        if (d > worst) worst = d;
+                    }
+                    CHECK(r01 && n01 == n && worst <= 1e-5, "%s %s: mask 0.5 differs from mask 0 by %g",
+                          text[c], ft_mode_name(modes[mi]), worst);
+                    free(r01);
+                }
                 if (o && mi == 0) {
                     if (v == 0) nref = n;
                     free(ref[v]);
