@@ -6,6 +6,7 @@
 #   make                 library + tool
 #   make test            every test, ending with "N passed, N failed, N skipped"
 #   make CUDA=0 ...      force a CPU-only build
+#   make tsan-test       ThreadSanitizer run of tests/test_threads.c (CPU-only build in build/tsan)
 #   make gpu-check       on a GPU machine: build for the local GPU, run everything,
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16]
@@ -126,6 +127,10 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
+.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint
+all: $(LIB_A) $(LIB_SO) $(TOOL)
+	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
+
 .PHONY: tsan-test
 # ThreadSanitizer: contexts in several threads, every golden model and mode, on a
 # CPU-only build of its own (OpenMP at one thread: libgomp is not instrumented)
@@ -133,10 +138,6 @@ TSAN_BUILD ?= $(BUILD)/tsan
 tsan-test:
 	$(MAKE) CUDA=0 SANITIZE=thread BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/tests/test_threads
 	OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(TSAN_BUILD)/tests/test_threads
-
-.PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep kernel-bench install clean lint
-all: $(LIB_A) $(LIB_SO) $(TOOL)
-	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
 
 $(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
