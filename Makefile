@@ -6,6 +6,7 @@
 #   make                 library + tool
 #   make test            every test, ending with "N passed, N failed, N skipped"
 #   make CUDA=0 ...      force a CPU-only build
+#   make tsan-test       ThreadSanitizer run of tests/test_threads.c (CPU-only build in build/tsan)
 #   make gpu-check       on a GPU machine: build for the local GPU, run everything,
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16 ARGS="--iters 50"]
@@ -83,6 +84,10 @@ ifeq ($(SANITIZE),1)
   CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -g
   LDFLAGS += -fsanitize=address,undefined
 endif
+ifeq ($(SANITIZE),thread)
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -g
+  LDFLAGS += -fsanitize=thread
+endif
 
 CPU_SRCS  := $(filter-out engine/cuda_%.c graph/cuda_%.c,$(wildcard engine/*.c graph/*.c models/*.c kernels/cpu/*.c))
 CUDA_CSRC := $(wildcard engine/cuda_*.c graph/cuda_*.c)
@@ -145,6 +150,14 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 .PHONY: all test test-bins emu-test emu-dry-run check gpu-check bench sweep report kernel-bench install clean lint examples
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 	@echo "ftengine: built $(LIB_A) $(LIB_SO) $(TOOL) ($(if $(NVCC),cpu+cuda,cpu only))"
+
+.PHONY: tsan-test
+# ThreadSanitizer: contexts in several threads, every golden model and mode, on a
+# CPU-only build of its own (OpenMP at one thread: libgomp is not instrumented)
+TSAN_BUILD ?= $(BUILD)/tsan
+tsan-test:
+	$(MAKE) CUDA=0 SANITIZE=thread BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/tests/test_threads
+	OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(TSAN_BUILD)/tests/test_threads
 
 $(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)

@@ -109,14 +109,18 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     ctx->device_index = o.device_index;
     ctx->opt_pdl = o.pdl;
     ctx->opt_gemm_autotune = o.gemm_autotune;
-    ctx->cpu_threads = o.cpu_threads;
+    /* the context's own team size for every CPU parallel region it runs (set at each
+     * kernel entry, kernels/cpu/cpu_kernels.h): never the calling thread's OpenMP
+     * default, which omp_set_num_threads elsewhere could change */
+#ifdef _OPENMP
+    ctx->cpu_threads = o.cpu_threads > 0 ? o.cpu_threads : omp_get_max_threads();
+#else
+    ctx->cpu_threads = 1;
+#endif
     ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
     const char *cost = getenv("FT_OP_HOST_COST_US");
     if (cost) ctx->extra_op_cost_us = atof(cost);
-#ifdef _OPENMP
-    if (o.cpu_threads > 0) omp_set_num_threads(o.cpu_threads);
-#endif
-    ft_nvtx_ctx_init(ctx); /* after the OpenMP team is sized: it names the workers */
+    ft_nvtx_ctx_init(ctx); /* after the team size is known: it names the workers */
     if (o.device == FT_DEVICE_CPU) {
         ft_allocator_init_cpu(&ctx->alloc);
     } else {
@@ -203,7 +207,7 @@ const char *ft_ctx_device_label(ft_ctx *ctx) {
     char model[96];
     cpu_model(model, sizeof model);
     snprintf(ctx->device_label, sizeof ctx->device_label, "%s%s%d OpenMP threads", model,
-             model[0] ? ", " : "", omp_get_max_threads());
+             model[0] ? ", " : "", ctx->cpu_threads);
     return ctx->device_label;
 }
 ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_ERR_INVALID_ARG; }

@@ -128,7 +128,7 @@ ft_tensor *ft_dispatch(ft_ctx *ctx, ft_op op, ft_tensor *const *src, int n_src,
 
     /* INFER: output dtype and shape */
     HOOK(phase_begin, FT_PHASE_INFER, node);
-    if (!def->infer || def->infer(ctx, node) != FT_OK) {
+    if (!def->infer || def->infer(ctx, node) != FT_OK || ft_tensor_check_size(ctx, node) != FT_OK) {
         if (!def->infer) ft_set_error(ctx, FT_ERR_INTERNAL, "op has no shape inference");
         return fail(ctx, node);
     }

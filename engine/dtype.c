@@ -91,13 +91,20 @@ uint16_t ft_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* memcpy loads: host data (a safetensors file without padding, a caller's buffer)
+ * need not be aligned to its element size */
 static double load_elem(ft_dtype t, const void *p, int64_t i) {
+    const char *b = (const char *)p;
+    float f;
+    uint16_t h;
+    int64_t l;
+    int32_t w;
     switch (t) {
-    case FT_DTYPE_F32: return ((const float *)p)[i];
-    case FT_DTYPE_F16: return ft_f16_to_f32(((const uint16_t *)p)[i]);
-    case FT_DTYPE_BF16: return ft_bf16_to_f32(((const uint16_t *)p)[i]);
-    case FT_DTYPE_I64: return (double)((const int64_t *)p)[i];
-    case FT_DTYPE_I32: return ((const int32_t *)p)[i];
+    case FT_DTYPE_F32: memcpy(&f, b + i * 4, 4); return f;
+    case FT_DTYPE_F16: memcpy(&h, b + i * 2, 2); return ft_f16_to_f32(h);
+    case FT_DTYPE_BF16: memcpy(&h, b + i * 2, 2); return ft_bf16_to_f32(h);
+    case FT_DTYPE_I64: memcpy(&l, b + i * 8, 8); return (double)l;
+    case FT_DTYPE_I32: memcpy(&w, b + i * 4, 4); return w;
     default: return 0;
     }
 }
@@ -109,11 +116,19 @@ ft_status ft_convert_host(ft_dtype dt, void *dst, ft_dtype st, const void *src, 
     }
     if (ft_dtype_is_float(dt) != ft_dtype_is_float(st)) return FT_ERR_INVALID_ARG;
     if (dt == FT_DTYPE_I64 && st == FT_DTYPE_I32) {
-        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int32_t *)src)[i];
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v;
+            memcpy(&v, (const char *)src + i * 4, 4);
+            ((int64_t *)dst)[i] = v;
+        }
         return FT_OK;
     }
     if (dt == FT_DTYPE_I32 && st == FT_DTYPE_I64) {
-        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const int64_t *)src)[i];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v;
+            memcpy(&v, (const char *)src + i * 8, 8);
+            ((int32_t *)dst)[i] = (int32_t)v;
+        }
         return FT_OK;
     }
     for (int64_t i = 0; i < n; i++) {

@@ -262,6 +262,9 @@ bool ft_shape_equal(const ft_tensor *a, const ft_tensor *b);
 const char *ft_shape_str(const ft_tensor *t, char *buf, size_t size);
 /* Allocates storage for a root tensor from the context allocator (eager). */
 ft_status ft_tensor_alloc_storage(ft_ctx *ctx, ft_tensor *t);
+/* FT_ERR_SHAPE with a message when t's shape overflows or passes FT_MAX_BYTES
+ * (engine/ft_checked.h); checked on every op output, constant and input. */
+ft_status ft_tensor_check_size(ft_ctx *ctx, const ft_tensor *t);
 void ft_tensor_drop_storage(ft_tensor *t);
 /* Copies src (any strides) into `dst`, a contiguous buffer of src's shape and dtype
  * on the context's device, with the device's COPY kernel (no separate device-to-

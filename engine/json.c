@@ -643,22 +643,48 @@ ft_status ft_json_parse(ft_ctx *ctx, const char *text, size_t len, const char *s
     return FT_OK;
 }
 
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "it is a directory";
+    if (S_ISFIFO(m)) return "it is a FIFO (named pipe), not a regular file";
+    if (S_ISSOCK(m)) return "it is a socket, not a regular file";
+    if (S_ISCHR(m)) return "it is a character device, not a regular file";
+    if (S_ISBLK(m)) return "it is a block device, not a regular file";
+    return "not a regular file";
+}
+
+ft_status ft_open_regular(ft_ctx *ctx, const char *path, int *fd, struct stat *sb) {
+    *fd = -1;
+    /* the type first, by name: opening some special files has effects of its own */
+    if (stat(path, sb) != 0) return ft_set_error(ctx, FT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (!S_ISREG(sb->st_mode)) return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, file_kind(sb->st_mode));
+    /* O_NONBLOCK: if the name was replaced by a FIFO since, open returns at once */
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (f < 0) return ft_set_error(ctx, FT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int fl;
+    if (fstat(f, sb) != 0 || (fl = fcntl(f, F_GETFL)) < 0) {
+        int e = errno;
+        close(f);
+        return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        close(f);
+        return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, file_kind(sb->st_mode));
+    }
+    if (fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(f);
+        return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    }
+    *fd = f;
+    return FT_OK;
+}
+
 static ft_status read_file(ft_ctx *ctx, const char *path, char **text, size_t *len) {
     *text = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ft_set_error(ctx, FT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path,
-                            S_ISDIR(sb.st_mode) ? "it is a directory" : "not a regular file");
-    }
+    if (ft_open_regular(ctx, path, &fd, &sb)) return ctx->status;
     size_t size = (size_t)sb.st_size;
     char *buf = (char *)malloc(size + 1);
     if (!buf) {

@@ -7,6 +7,8 @@
 
 #include "ft_internal.h"
 
+#include <sys/stat.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,12 @@ typedef struct ft_json ft_json;
 ft_status ft_json_parse(ft_ctx *ctx, const char *text, size_t len, const char *source,
                         ft_json **out);
 ft_status ft_json_parse_file(ft_ctx *ctx, const char *path, ft_json **out);
+/* Opens a file the loaders read (config.json, safetensors) without ever blocking:
+ * a FIFO, socket, device or directory is refused by its type before it is opened
+ * (opening a FIFO for reading waits for a writer) and again on the descriptor,
+ * which is opened O_NONBLOCK and switched back to blocking reads once known to be
+ * a regular file. FT_OK with *fd and *sb filled, or FT_ERR_IO naming the path. */
+ft_status ft_open_regular(ft_ctx *ctx, const char *path, int *fd, struct stat *sb);
 void ft_json_free(ft_json *j);
 
 ft_json_type ft_json_type_of(const ft_json *j);

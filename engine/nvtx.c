@@ -235,9 +235,9 @@ static void op_end(void *user, const ft_tensor *node, ft_status st) {
 /* OpenMP's workers are the only threads ftengine's code runs on besides the
  * caller's (which is the user's to name): named per context, as the context may
  * have resized the team. */
-static void name_omp_threads(void) {
+static void name_omp_threads(int threads) {
 #ifdef _OPENMP
-#pragma omp parallel
+#pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num();
         if (t > 0) {
@@ -258,7 +258,7 @@ void ft_nvtx_ctx_init(ft_ctx *ctx) {
     ctx->nvtx_hooks.op_end = op_end;
     ctx->nvtx_hooks.user = ctx;
     ctx->hooks = &ctx->nvtx_hooks;
-    if (ctx->device == FT_DEVICE_CPU) name_omp_threads();
+    if (ctx->device == FT_DEVICE_CPU) name_omp_threads(ctx->cpu_threads > 0 ? ctx->cpu_threads : 1);
 }
 
 void ft_nvtx_name_stream(void *stream, const char *name) {

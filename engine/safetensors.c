@@ -349,15 +349,10 @@ ft_status ft_st_open(ft_ctx *ctx, const char *path, ft_st_file **out) {
         return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory", path);
     }
     ft_status st = FT_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = -1;
     struct stat sb;
-    if (fd < 0) {
-        st = ft_set_error(ctx, FT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    } else if (fstat(fd, &sb) != 0) {
-        st = ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    } else if (!S_ISREG(sb.st_mode)) {
-        st = ft_set_error(ctx, FT_ERR_IO, "cannot read %s: %s", path,
-                          S_ISDIR(sb.st_mode) ? "it is a directory" : "not a regular file");
+    if (ft_open_regular(ctx, path, &fd, &sb) != FT_OK) {
+        st = ctx->status;
     } else if ((uint64_t)sb.st_size < 8) {
         st = ft_set_error(ctx, FT_ERR_FORMAT,
                           "%s: truncated file: %lld bytes, shorter than the 8-byte header length",

@@ -9,6 +9,7 @@
  * outputs and caches use persistent (malloc'd) headers instead.
  */
 #include "ft_internal.h"
+#include "ft_checked.h"
 #include "cuda_backend.h"
 
 #include <stdio.h>
@@ -106,7 +107,7 @@ void ft_tensor_set_contiguous_strides(ft_tensor *t) {
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         t->nb[i] = s;
-        s *= t->ne[i];
+        ft_mul_ok(s, t->ne[i], &s); /* saturates on a shape about to be refused */
     }
 }
 
@@ -114,18 +115,49 @@ bool ft_tensor_contiguous(const ft_tensor *t) {
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->ne[i] != 1 && t->nb[i] != s) return false;
-        s *= t->ne[i];
+        ft_mul_ok(s, t->ne[i], &s);
     }
     return true;
 }
 
+/* Saturating (INT64_MAX / SIZE_MAX past the limits): every tensor that gets
+ * storage or reaches a kernel passed ft_tensor_check_size first, so these only
+ * saturate on shapes that are about to be refused. */
 int64_t ft_numel(const ft_tensor *t) {
     int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->ne[i];
+    for (int i = 0; i < t->ndim; i++)
+        if (!ft_mul_ok(n, t->ne[i], &n)) return INT64_MAX;
     return n;
 }
 
-size_t ft_nbytes(const ft_tensor *t) { return (size_t)ft_numel(t) * ft_dtype_size(t->dtype); }
+size_t ft_nbytes(const ft_tensor *t) {
+    size_t b;
+    return ft_bytes_ok(ft_numel(t), ft_dtype_size(t->dtype), &b) ? b : SIZE_MAX;
+}
+
+/* "[4611686018427387904,4] i64 holds more than 2^63 elements" or
+ * "... is 2^50 bytes, more than the 2^48 a tensor may hold" */
+static ft_status size_error(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape) {
+    char sh[256];
+    size_t k = 0;
+    for (int i = 0; i < ndim && k < sizeof sh; i++)
+        k += (size_t)snprintf(sh + k, sizeof sh - k, "%s%lld", i ? " x " : "", (long long)shape[i]);
+    int64_t count = 1;
+    bool fits = true;
+    for (int i = 0; i < ndim && fits; i++) fits = ft_mul_ok(count, shape[i], &count);
+    if (!fits)
+        return ft_set_error(ctx, FT_ERR_SHAPE, "a tensor of %s elements is too large (more than 2^63 elements)",
+                            sh);
+    return ft_set_error(ctx, FT_ERR_SHAPE,
+                        "a tensor of %s %s elements is too large (%lld elements of %zu bytes; at most 2^48 bytes)",
+                        sh, ft_dtype_name(dtype), (long long)count, ft_dtype_size(dtype));
+}
+
+ft_status ft_tensor_check_size(ft_ctx *ctx, const ft_tensor *t) {
+    int64_t n;
+    if (ft_shape_numel_ok(t->ndim, t->ne, ft_dtype_size(t->dtype), &n)) return FT_OK;
+    return size_error(ctx, t->dtype, t->ndim, t->ne);
+}
 
 bool ft_tensor_rows_layout(const ft_tensor *t, int64_t *rows, int64_t *row_stride) {
     if (t->ndim < 1) return false;
@@ -207,6 +239,7 @@ const char *ft_shape_str(const ft_tensor *t, char *buf, size_t size) {
 /* ---- storage ---- */
 
 ft_status ft_tensor_alloc_storage(ft_ctx *ctx, ft_tensor *t) {
+    if (ft_tensor_check_size(ctx, t)) return ctx->status;
     size_t bytes = ft_nbytes(t);
     ft_block *b = ft_allocator_alloc(&ctx->alloc, ctx, bytes ? bytes : 1);
     if (!b) return ctx->status;
@@ -299,6 +332,8 @@ static int check_shape_arg(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t 
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid rank %d (at most %d)", ndim, FT_MAX_DIMS);
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0) return ft_set_error(ctx, FT_ERR_SHAPE, "negative size in dim %d", i);
+    int64_t n;
+    if (!ft_shape_numel_ok(ndim, shape, ft_dtype_size(dtype), &n)) return size_error(ctx, dtype, ndim, shape);
     return FT_OK;
 }
 

@@ -189,7 +189,11 @@ typedef struct ft_ctx ft_ctx;
 typedef struct ft_ctx_options {
     ft_device device;  /* FT_DEVICE_CPU or FT_DEVICE_CUDA */
     int device_index;  /* CUDA device ordinal (0) */
-    int cpu_threads;   /* OpenMP threads for CPU kernels; 0 = the OpenMP default */
+    int cpu_threads;   /* OpenMP threads of this context's CPU kernels, whichever thread
+                        * calls it (each parallel region takes num_threads from the
+                        * context; the calling thread's OpenMP settings are left alone);
+                        * 0 = omp_get_max_threads() when the context is made
+                        * (OMP_NUM_THREADS, else the CPUs the process may use) */
     char *errbuf;      /* optional: why creation failed (no context exists to ask) */
     size_t errbuf_size;
     /* 0: none. Otherwise the context's caching allocator never holds more than this
@@ -438,6 +442,11 @@ typedef struct ft_host_tensor {
 /**
  * Runs the model on host inputs. Inputs are validated (names, dtypes, shapes, id
  * ranges) before anything runs. Outputs stay valid until the next forward or free.
+ * A shape whose size overflows or passes 2^48 bytes is FT_ERR_SHAPE ("... is too
+ * large"). An attention_mask m becomes Hugging Face's additive mask (1 - m) * min
+ * in f32 (min = finfo(float32).min; Funnel: -1e6); a value for which that is not
+ * finite (BERT family: m outside [0, 2]) is FT_ERR_INVALID_ARG, as is anything but
+ * 0 or 1 in WavLM's sample mask. Host data need not be aligned.
  */
 ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inputs);
 int ft_model_output_count(const ft_model *m);
@@ -547,6 +556,9 @@ ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *mac
  * text, the image side for vision and the number of samples for speech; 0 takes the
  * architecture's default (128 tokens, 224 pixels, 32000 samples). Writes up to 8
  * inputs into `in`; the data lives in *owned, which the caller frees with free().
+ * A batch x length product that overflows or passes 2^48 bytes is FT_ERR_SHAPE
+ * ("batch 64 x 536870912^2 x 3 elements is too large"); one the host cannot
+ * allocate is FT_ERR_OOM. ft_model_macs returns the same errors.
  */
 ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                   int *n_in, void **owned);

@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* torch.finfo(torch.float32).min, the additive mask value HF uses */
-#define F32_MIN_VALUE (-3.4028234663852886e38f)
 
 typedef struct bert_layer {
     ft_tensor *wq, *bq, *wk, *bk, *wv, *bv; /* [D, D], [D] */
@@ -175,17 +173,8 @@ static void bert_destroy(ft_model *m) {
 
 static ft_status bert_validate(ft_model *m) {
     const bert *b = (const bert *)m->priv;
-    return ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
-}
-
-/* (1 - mask) * finfo.min as an f32 [B, 1, 1, S] additive mask, or NULL without a mask. */
-static ft_tensor *additive_mask(ft_ctx *ctx, ft_tensor *mask) {
-    if (!mask) return NULL;
-    ft_tensor *m = ft_cast(ctx, mask, FT_DTYPE_F32);
-    /* m * (-min) + min: exactly 0 where m = 1 and min where m = 0 */
-    ft_tensor *add = ft_scale(ctx, m, -F32_MIN_VALUE, F32_MIN_VALUE);
-    if (!add) return NULL;
-    return ft_reshape(ctx, add, 4, FT_SHAPE(ft_tensor_dim(add, 0), 1, 1, ft_tensor_dim(add, 1)));
+    ft_status st = ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
+    return st ? st : ft_check_mask_values(m, "attention_mask", FT_F32_MIN);
 }
 
 static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l, ft_tensor *h,
@@ -221,7 +210,7 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
     if (!b->distil) /* absent token types are all zeros: row 0, broadcast */
         e = ft_add(ctx, e, tt ? ft_embedding(ctx, b->type, tt) : ft_slice(ctx, b->type, 0, 0, 1));
     ft_tensor *h = ft_layernorm(ctx, e, b->emb_ln_w, b->emb_ln_b, b->eps);
-    ft_tensor *mask = additive_mask(ctx, ft_model_input(m, "attention_mask"));
+    ft_tensor *mask = ft_additive_mask(ctx, ft_model_input(m, "attention_mask"), FT_F32_MIN);
     bool hs = ft_model_want_hidden_states(m);
     ft_model_add_hidden_state(m, 0, h);
     for (int64_t i = 0; i < b->layers; i++) {
@@ -240,7 +229,11 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
 
 static ft_status bert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                     int *n_in, void **owned) {
-    return ft_example_text_inputs(m, batch, length, ((const bert *)m->priv)->vocab, in, n_in, owned);
+    const bert *b = (const bert *)m->priv;
+    if (b->max_pos > 0 && length > b->max_pos) /* before allocating length x batch ids */
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "sequence length %lld exceeds max_position_embeddings %lld",
+                            (long long)length, (long long)b->max_pos);
+    return ft_example_text_inputs(m, batch, length, b->vocab, in, n_in, owned);
 }
 
 static const char *const bert_prefixes[] = {"bert.", NULL};

@@ -150,6 +150,7 @@ static void funnel_destroy(ft_model *m) {
 static ft_status funnel_validate(ft_model *m) {
     funnel *f = (funnel *)m->priv;
     ft_status st = ft_validate_text_inputs(m, 0, f->vocab, f->type_vocab); /* relative positions: no limit */
+    if (!st) st = ft_check_mask_values(m, "attention_mask", -FN_MASK_INF);
     if (st) return st;
     const ft_host_tensor *ids = ft_model_host_input(m, "input_ids");
     fn_sched s;
@@ -313,11 +314,9 @@ static void fn_seg_geom(ft_ctx *ctx, const fn_sched *s, fn_consts *c, fn_seg *sg
     sg->ct0[g] = ft_unsqueeze(ctx, ct0, 1);
 }
 
-/* The additive key mask of a pooled f32 mask [B, L]: -1e6 where 0 */
+/* The additive key mask of a pooled f32 mask [B, L]: HF's score - INF * (1 - m) */
 static ft_tensor *fn_mask_add(ft_ctx *ctx, ft_tensor *m) {
-    if (!m) return NULL;
-    ft_tensor *a = ft_scale(ctx, m, FN_MASK_INF, -FN_MASK_INF);
-    return ft_reshape(ctx, a, 4, FT_SHAPE(ft_tensor_dim(m, 0), 1, 1, ft_tensor_dim(m, 1)));
+    return ft_additive_mask(ctx, m, -FN_MASK_INF);
 }
 
 static ft_status fn_run_layer(ft_model *m, funnel *f, const fn_sched *s, fn_consts *c, fn_seg *sg,

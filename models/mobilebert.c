@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define F32_MIN_VALUE (-3.4028234663852886e38f)
 #define TORCH_LN_EPS 1e-5f /* nn.LayerNorm's default, used where HF passes no eps */
 
 typedef struct mb_norm {
@@ -203,7 +202,8 @@ static void mobilebert_destroy(ft_model *m) {
 
 static ft_status mobilebert_validate(ft_model *m) {
     const mobilebert *b = (const mobilebert *)m->priv;
-    return ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
+    ft_status st = ft_validate_text_inputs(m, b->max_pos, b->vocab, b->type_vocab);
+    return st ? st : ft_check_mask_values(m, "attention_mask", FT_F32_MIN);
 }
 
 /* ---- forward ---- */
@@ -296,11 +296,7 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
     e = ft_add(ctx, e, tt ? ft_embedding(ctx, b->type, tt) : ft_slice(ctx, b->type, 0, 0, 1));
     ft_tensor *h = norm(ctx, b, &b->emb_n, e);
 
-    ft_tensor *mask = NULL; /* (1 - m) * finfo.min, [B, 1, 1, S] */
-    if (mask_in) {
-        ft_tensor *mf = ft_scale(ctx, ft_cast(ctx, mask_in, FT_DTYPE_F32), -F32_MIN_VALUE, F32_MIN_VALUE);
-        mask = mf ? ft_reshape(ctx, mf, 4, FT_SHAPE(ft_tensor_dim(mf, 0), 1, 1, ft_tensor_dim(mf, 1))) : NULL;
-    }
+    ft_tensor *mask = ft_additive_mask(ctx, mask_in, FT_F32_MIN); /* (1 - m) * finfo.min, [B, 1, 1, S] */
     bool hs = ft_model_want_hidden_states(m);
     ft_model_add_hidden_state(m, 0, h);
     for (int64_t i = 0; i < b->layers; i++) {
@@ -319,7 +315,11 @@ static ft_status mobilebert_forward(ft_model *m, ft_ctx *ctx) {
 
 static ft_status mobilebert_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                     int *n_in, void **owned) {
-    return ft_example_text_inputs(m, batch, length, ((const mobilebert *)m->priv)->vocab, in, n_in, owned);
+    const mobilebert *b = (const mobilebert *)m->priv;
+    if (b->max_pos > 0 && length > b->max_pos) /* before allocating length x batch ids */
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "sequence length %lld exceeds max_position_embeddings %lld",
+                            (long long)length, (long long)b->max_pos);
+    return ft_example_text_inputs(m, batch, length, b->vocab, in, n_in, owned);
 }
 
 static const char *const mb_prefixes[] = {"mobilebert.", NULL};

@@ -11,10 +11,13 @@
  */
 #include "model.h"
 #include "../engine/nvtx.h"
+#include "../engine/ft_checked.h"
 #include "../engine/safetensors.h"
 #include "../graph/graph_api.h"
 #include "../graph/trace.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,14 +122,51 @@ const ft_host_tensor *ft_model_host_input(const ft_model *m, const char *name) {
     return NULL;
 }
 
+/* Saturates at INT64_MAX: check_inputs refuses such shapes before anyone counts on it. */
 int64_t ft_host_numel(const ft_host_tensor *t) {
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    int64_t n;
+    ft_shape_numel_ok(t->ndim, t->shape, 1, &n);
     return n;
 }
 
+/* memcpy: host data (an unpadded safetensors file, a caller's buffer) need not
+ * be 8-byte aligned, and a misaligned int64_t load is undefined behaviour. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i) {
-    return t->dtype == FT_DTYPE_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    if (t->dtype == FT_DTYPE_I64) {
+        int64_t v;
+        memcpy(&v, (const char *)t->data + i * 8, sizeof v);
+        return v;
+    }
+    int32_t v;
+    memcpy(&v, (const char *)t->data + i * 4, sizeof v);
+    return v;
+}
+
+/* Element i of any host tensor as a double (memcpy: the data need not be aligned). */
+double ft_host_value_at(const ft_host_tensor *t, int64_t i) {
+    const char *p = (const char *)t->data + i * (int64_t)ft_dtype_size(t->dtype);
+    uint16_t h;
+    float f;
+    switch (t->dtype) {
+    case FT_DTYPE_I64: case FT_DTYPE_I32: return (double)ft_host_int_at(t, i);
+    case FT_DTYPE_F32: memcpy(&f, p, sizeof f); return f;
+    case FT_DTYPE_F16: memcpy(&h, p, sizeof h); return ft_f16_to_f32(h);
+    case FT_DTYPE_BF16: memcpy(&h, p, sizeof h); return ft_bf16_to_f32(h);
+    default: return NAN;
+    }
+}
+
+/* FT_ERR_SHAPE "<what> [a x b x c] is too large" unless the shape's element count and
+ * its size at `elem` bytes per element fit (ft_checked.h). */
+ft_status ft_check_host_size(ft_ctx *ctx, const char *what, int ndim, const int64_t *shape, size_t elem) {
+    int64_t n;
+    if (ft_shape_numel_ok(ndim, shape, elem, &n)) return FT_OK;
+    char sh[256];
+    size_t k = 0;
+    for (int i = 0; i < ndim && k < sizeof sh; i++)
+        k += (size_t)snprintf(sh + k, sizeof sh - k, "%s%lld", i ? " x " : "", (long long)shape[i]);
+    return ft_set_error(ctx, FT_ERR_SHAPE, "%s of %s elements is too large (at most 2^48 bytes of %zu-byte "
+                        "elements)", what, sh, elem ? elem : 1);
 }
 
 ft_status ft_check_ids(ft_model *m, const char *input, int64_t lo, int64_t hi) {
@@ -175,6 +215,11 @@ static ft_status check_inputs(ft_model *m, const ft_host_tensor *in, int n) {
             if (t->shape[d] < 1)
                 return ft_set_error(ctx, FT_ERR_SHAPE, "input '%s' has size %lld in dim %d",
                                     t->name, (long long)t->shape[d], d);
+        char what[96];
+        snprintf(what, sizeof what, "input '%s'", t->name);
+        /* at its own dtype and at the model's (float inputs are converted on upload) */
+        size_t es = ft_dtype_size(t->dtype), ms = ft_dtype_size(m->dtype);
+        if (ft_check_host_size(ctx, what, t->ndim, t->shape, es > ms ? es : ms)) return ctx->status;
         if (!t->data) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' has no data", t->name);
         snprintf(m->in[i].name, sizeof m->in[i].name, "%s", t->name);
         m->in[i].host = t;
@@ -277,9 +322,16 @@ void ft_example_fill_uniform(float *x, int64_t n) {
 ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int64_t vocab,
                                  ft_host_tensor *in, int *n_in, void **owned) {
     if (length <= 0) length = 128;
-    int64_t *ids = (int64_t *)malloc((size_t)(batch * length) * sizeof *ids);
-    if (!ids) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
-    ft_example_fill_ids(ids, batch * length, vocab);
+    int64_t n;
+    size_t bytes;
+    if (!ft_mul_ok(batch, length, &n) || !ft_bytes_ok(n, sizeof(int64_t), &bytes))
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x sequence %lld tokens is too large",
+                            (long long)batch, (long long)length);
+    int64_t *ids = (int64_t *)malloc(bytes);
+    if (!ids)
+        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example ids (%.3g GiB)",
+                            (long long)batch, (long long)length, (double)bytes / 1073741824.0);
+    ft_example_fill_ids(ids, n, vocab);
     *owned = ids;
     memset(in, 0, sizeof *in);
     in[0].name = "input_ids";
@@ -516,6 +568,53 @@ ft_tensor *ft_split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads) {
     ft_tensor *v = ft_reshape(ctx, x, 4,
                               FT_SHAPE(ft_tensor_dim(x, 0), ft_tensor_dim(x, 1), heads, ft_tensor_dim(x, 2) / heads));
     return ft_permute(ctx, v, (const int[]){0, 2, 1, 3});
+}
+
+/* The mask value a forward sees: a float mask is uploaded in the model dtype (as
+ * HF casts it to the model's dtype), then cast to f32. */
+static float mask_value_seen(const ft_model *m, const ft_host_tensor *t, int64_t i) {
+    double v = ft_host_value_at(t, i);
+    if (!ft_dtype_is_float(t->dtype)) return (float)v;
+    switch (m->dtype) {
+    case FT_DTYPE_F16: return ft_f16_to_f32(ft_f32_to_f16((float)v));
+    case FT_DTYPE_BF16: return ft_bf16_to_f32(ft_f32_to_bf16((float)v));
+    default: return (float)v;
+    }
+}
+
+/* (1 - m) * min in f32, two roundings as HF's two torch ops; `volatile` keeps the
+ * compiler from contracting it into one fma (the kernels round twice too). */
+static float hf_additive(float mv, float min_value) {
+    volatile float d = 1.0f - mv;
+    return d * min_value;
+}
+
+ft_status ft_check_mask_values(ft_model *m, const char *input, float min_value) {
+    const ft_host_tensor *t = ft_model_host_input(m, input);
+    if (!t) return FT_OK;
+    int64_t n = ft_host_numel(t), cols = t->shape[t->ndim - 1];
+    for (int64_t i = 0; i < n; i++) {
+        float v = mask_value_seen(m, t, i);
+        if (!isfinite(hf_additive(v, min_value))) {
+            double span = (double)FLT_MAX / fabs((double)min_value);
+            return ft_set_error(m->ctx, FT_ERR_INVALID_ARG,
+                                "input '%s' holds %g at [%lld, %lld]: the additive mask (1 - m) * %g that "
+                                "Hugging Face computes from it is not finite in f32, and would give NaN; "
+                                "1 keeps a position, 0 masks it (accepted: %g <= m <= %g)",
+                                input, ft_host_value_at(t, i), (long long)(i / cols), (long long)(i % cols),
+                                (double)min_value, 1.0 - span, 1.0 + span);
+        }
+    }
+    return FT_OK;
+}
+
+ft_tensor *ft_additive_mask(ft_ctx *ctx, ft_tensor *mask, float min_value) {
+    if (!mask) return NULL;
+    ft_tensor *one_minus = ft_scale(ctx, ft_cast(ctx, mask, FT_DTYPE_F32), -1.0f, 1.0f);
+    /* beta -0: x * min + (-0) is x * min for every x, -0 included (HF's 0 * min) */
+    ft_tensor *add = ft_scale(ctx, one_minus, min_value, -0.0f);
+    if (!add) return NULL;
+    return ft_reshape(ctx, add, 4, FT_SHAPE(ft_tensor_dim(add, 0), 1, 1, ft_tensor_dim(add, 1)));
 }
 
 ft_status ft_validate_text_inputs(ft_model *m, int64_t max_pos, int64_t vocab, int64_t type_vocab) {

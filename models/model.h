@@ -143,6 +143,19 @@ ft_tensor *ft_split_heads(ft_ctx *ctx, ft_tensor *x, int64_t heads);
  * given) of the same shape, token types in [0, type_vocab). */
 ft_status ft_validate_text_inputs(ft_model *m, int64_t max_pos, int64_t vocab, int64_t type_vocab);
 
+/* Hugging Face's additive attention mask, (1 - m) * min_value as f32 [B, 1, 1, S]
+ * from a [B, S] mask of any dtype: min_value is finfo(float32).min for BERT,
+ * MobileBERT and WavLM (FT_F32_MIN), -1e6 for Funnel (score - INF * (1 - m)).
+ * Computed in f32 with two roundings, as HF's two ops; NULL without a mask. */
+#define FT_F32_MIN (-3.4028234663852886e38f)
+ft_tensor *ft_additive_mask(ft_ctx *ctx, ft_tensor *mask, float min_value);
+/* For validate(): FT_ERR_INVALID_ARG naming the value and its position when (1 - m) *
+ * min_value is not finite in f32 for some mask value m (seen as the forward sees it:
+ * float masks in the model dtype), i.e. where HF's formula would give NaN rows. */
+ft_status ft_check_mask_values(ft_model *m, const char *input, float min_value);
+/* Element i of a host tensor of any dtype (unaligned data is fine). */
+double ft_host_value_at(const ft_host_tensor *t, int64_t i);
+
 /* Activations by their Hugging Face names (transformers' ACT2FN). */
 typedef enum ft_act_kind {
     FT_ACTK_GELU,       /* "gelu", "gelu_python": exact erf */
@@ -174,6 +187,9 @@ ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int
 /* Host-side helpers for validate(): integer inputs read as int64. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i);
 int64_t ft_host_numel(const ft_host_tensor *t);
+/* FT_ERR_SHAPE naming `what` when a shape's element count or byte size (elem bytes each)
+ * overflows or passes FT_MAX_BYTES (engine/ft_checked.h); FT_OK otherwise. */
+ft_status ft_check_host_size(ft_ctx *ctx, const char *what, int ndim, const int64_t *shape, size_t elem);
 /* Checks that every element of an integer input lies in [lo, hi); error names the input. */
 ft_status ft_check_ids(ft_model *m, const char *input, int64_t lo, int64_t hi);
 

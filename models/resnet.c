@@ -22,6 +22,7 @@
  *   (torchvision's width_per_group = 128). Basic layers ignore it.
  */
 #include "model.h"
+#include "../engine/ft_checked.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,9 +267,17 @@ static ft_status resnet_example_inputs(ft_model *m, int64_t batch, int64_t lengt
     const resnet *r = (const resnet *)m->priv;
     if (length <= 0) length = 224;
     if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
-    int64_t n = batch * r->channels * length * length;
-    float *px = (float *)malloc((size_t)n * sizeof *px);
-    if (!px) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    int64_t n = batch;
+    size_t bytes;
+    if (!ft_mul_ok(n, length, &n) || !ft_mul_ok(n, length, &n) || !ft_mul_ok(n, r->channels, &n) ||
+        !ft_bytes_ok(n, sizeof(float), &bytes))
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld^2 x %lld elements is too large",
+                            (long long)batch, (long long)length, (long long)r->channels);
+    float *px = (float *)malloc(bytes);
+    if (!px)
+        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld^2 x %lld example pixels "
+                            "(%.3g GiB)", (long long)batch, (long long)length, (long long)r->channels,
+                            (double)bytes / 1073741824.0);
     uint32_t s = 12345u;
     for (int64_t i = 0; i < n; i++) {
         s = s * 1664525u + 1013904223u;

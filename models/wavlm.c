@@ -19,6 +19,7 @@
  * d >= 0 and 0 otherwise, which is HF's mask without a comparison op.
  */
 #include "model.h"
+#include "../engine/ft_checked.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,10 +27,6 @@
 #include <string.h>
 
 #define WAVLM_MAX_CONV 16
-/* torch.finfo(torch.float32).min: HF adds -inf on padded keys; a finite minimum
- * gives the same probabilities whenever a row has one valid key (validate()
- * guarantees it) and never turns into NaN in reduced precision. */
-#define F32_MIN_VALUE (-3.4028234663852886e38f)
 
 enum { FEAT_NORM_GROUP = 0, FEAT_NORM_LAYER = 1 };
 
@@ -244,17 +241,13 @@ static ft_status wavlm_validate(ft_model *m) {
         int64_t ones = 0;
         for (int64_t t = 0; t < mk->shape[1]; t++) {
             int64_t i = b * mk->shape[1] + t;
-            double v;
-            switch (mk->dtype) {
-            case FT_DTYPE_I64: case FT_DTYPE_I32: v = (double)ft_host_int_at(mk, i); break;
-            case FT_DTYPE_F32: v = ((const float *)mk->data)[i]; break;
-            case FT_DTYPE_F16: v = ft_f16_to_f32(((const uint16_t *)mk->data)[i]); break;
-            default: v = ft_bf16_to_f32(((const uint16_t *)mk->data)[i]); break;
-            }
+            double v = ft_host_value_at(mk, i);
+            /* a sample mask only says which samples are audio: HF sums it into frame
+             * counts, where a 2 or a 0.5 has no meaning, so anything else is refused */
             if (v != 0 && v != 1)
                 return ft_set_error(m->ctx, FT_ERR_INVALID_ARG,
-                                    "input 'attention_mask' holds %g at [%lld, %lld]; expected 0 or 1", v,
-                                    (long long)b, (long long)t);
+                                    "input 'attention_mask' holds %g at [%lld, %lld]; an audio mask holds 0 "
+                                    "(padding) or 1 (a sample), nothing else", v, (long long)b, (long long)t);
             ones += v == 1;
         }
         if (frames_of(w, ones) < 1)
@@ -430,8 +423,9 @@ static ft_status wavlm_forward(ft_model *m, ft_ctx *ctx) {
         if (!valid) return ctx->status;
         ft_tensor *keep = ft_cast(ctx, ft_unsqueeze(ctx, valid, 2), m->dtype); /* [B, T', 1] */
         x = ft_mul(ctx, x, keep); /* padded frames are zero before the positional conv */
-        key_mask = ft_reshape(ctx, ft_scale(ctx, valid, -F32_MIN_VALUE, F32_MIN_VALUE), 4,
-                              FT_SHAPE(ft_tensor_dim(valid, 0), 1, 1, frames)); /* [B, 1, 1, T'] */
+        /* (1 - valid) * finfo(float32).min, [B, 1, 1, T']: finite, so a row with one
+         * valid key (validate() guarantees it) never turns into NaN */
+        key_mask = ft_additive_mask(ctx, valid, FT_F32_MIN);
     }
     ft_tensor *pos = pos_conv(ctx, w, x);
     ft_tensor *h = ft_add(ctx, x, pos);
@@ -476,9 +470,15 @@ static ft_status wavlm_example_inputs(ft_model *m, int64_t batch, int64_t length
     if (frames_of(w, length) < 1)
         return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "%lld samples are fewer than the %lld needed for one "
                             "frame", (long long)length, (long long)samples_needed(w, 0));
-    int64_t n = batch * length;
-    float *x = (float *)malloc((size_t)n * sizeof *x);
-    if (!x) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
+    int64_t n;
+    size_t bytes;
+    if (!ft_mul_ok(batch, length, &n) || !ft_bytes_ok(n, sizeof(float), &bytes))
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld samples is too large", (long long)batch,
+                            (long long)length);
+    float *x = (float *)malloc(bytes);
+    if (!x)
+        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example samples (%.3g GiB)",
+                            (long long)batch, (long long)length, (double)bytes / 1073741824.0);
     uint32_t s = 777u;
     for (int64_t i = 0; i < n; i++) {
         s = s * 1664525u + 1013904223u;

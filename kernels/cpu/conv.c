@@ -7,6 +7,7 @@
  */
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "../../engine/ft_checked.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ typedef struct conv_geom {
 /* col [cin_g * kh * kw, oh * ow] from x_bg [cin_g, h, w] with zero padding. */
 static void im2col(const conv_geom *g, const float *x, float *col, bool parallel) {
     int64_t cin_g = g->cin / g->groups, rows = cin_g * g->kh * g->kw, n = g->oh * g->ow;
-#pragma omp parallel for if (parallel && rows * n > 32768)
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (parallel && rows * n > 32768)
     for (int64_t r = 0; r < rows; r++) {
         int64_t c = r / (g->kh * g->kw), kh = (r / g->kw) % g->kh, kw = r % g->kw;
         const float *xc = x + c * g->h * g->w;
@@ -102,12 +103,18 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
 
     float beta = res_in_c ? 1.0f : 0.0f;
-    size_t col_bytes = (size_t)(direct ? 1 : kk * n) * sizeof(float);
+    int64_t col_n;
+    size_t col_bytes;
+    if (!ft_mul_ok(direct ? 1 : kk, direct ? 1 : n, &col_n) || !ft_bytes_ok(col_n, sizeof(float), &col_bytes)) {
+        st = ft_set_error(ctx, FT_ERR_SHAPE, "%s: its im2col buffer of %lld x %lld elements is too large", name,
+                          (long long)kk, (long long)n);
+        goto done;
+    }
     int nt = ft_cpu_gemm_threads();
     if (nt > 1 && items >= nt && g->groups > 1) {
         /* many small grouped products: one (batch, group) per thread */
         int failed = 0;
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
         {
             float *c = malloc(col_bytes);
             if (!c) failed = 1;
@@ -141,7 +148,7 @@ done:
     return st;
 }
 
-FT_CPU_KERNEL(conv1d) {
+FT_CPU_KERNEL_DEF(conv1d) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
     conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,
@@ -150,7 +157,7 @@ FT_CPU_KERNEL(conv1d) {
     return conv_run(ctx, dst, &g, "conv1d");
 }
 
-FT_CPU_KERNEL(conv2d) {
+FT_CPU_KERNEL_DEF(conv2d) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
     conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,

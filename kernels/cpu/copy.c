@@ -21,7 +21,7 @@ static void copy_into(const ft_tensor *src, void *dst, ft_dtype dt, const int64_
     const bool same = st == dt, to_float = ft_dtype_is_float(dt);
     if (rows == 0 || cols == 0) return;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t so = ft_cpu_row_offset(nd, src->ne, src->nb, r);
         int64_t doff = ft_cpu_row_offset(nd, src->ne, dnb, r);
@@ -53,7 +53,7 @@ static int check_conversion(ft_ctx *ctx, ft_dtype from, ft_dtype to) {
                         ft_dtype_name(to));
 }
 
-FT_CPU_KERNEL(copy) {
+FT_CPU_KERNEL_DEF(copy) {
     const ft_tensor *x = dst->src[0];
     int st = check_conversion(ctx, x->dtype, dst->dtype);
     if (st) return st;
@@ -63,7 +63,7 @@ FT_CPU_KERNEL(copy) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(concat) {
+FT_CPU_KERNEL_DEF(concat) {
     const ft_tensor *a = dst->src[0], *b = dst->src[1];
     const int d = FT_PARAMS(dst, ft_params_concat)->dim;
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -78,7 +78,7 @@ FT_CPU_KERNEL(concat) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(pad) {
+FT_CPU_KERNEL_DEF(pad) {
     const ft_tensor *x = dst->src[0];
     const ft_params_pad *p = FT_PARAMS(dst, ft_params_pad);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -88,7 +88,7 @@ FT_CPU_KERNEL(pad) {
                             ft_dtype_name(x->dtype));
     const int64_t n = ft_numel(dst);
     if (n == 0) return FT_OK;
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN)
     for (int64_t i = 0; i < n; i++) ft_cpu_store(dst->data, dst->dtype, i, p->value);
     const size_t es = ft_dtype_size(dst->dtype);
     copy_into(x, (char *)dst->data + (size_t)(p->before * dst->nb[p->dim]) * es, dst->dtype, dst->nb);

@@ -13,7 +13,28 @@
 extern "C" {
 #endif
 
+/* The OpenMP team size of the calling thread's current kernel: every parallel
+ * region of the CPU backend takes num_threads(ft_cpu_threads()). Each kernel
+ * entry sets it from its context (ctx->cpu_threads), so a context's thread count
+ * holds whichever thread runs it, and two contexts never share one. */
+int ft_cpu_threads(void);
+void ft_cpu_set_threads(int n);
+/* Test hook: the largest team the calling thread has led in a GEMM or an
+ * elementwise region since the last reset (omp_get_num_threads() inside). */
+int ft_cpu_team_seen(void);
+void ft_cpu_team_reset(void);
+void ft_cpu_team_note(int n);
+
+/* Declares kernel `name`; a definition FT_CPU_KERNEL_DEF(name) { body } gets a
+ * wrapper that sets the team size from ctx before the body runs. */
 #define FT_CPU_KERNEL(name) int ft_cpu_##name(ft_ctx *ctx, ft_tensor *dst)
+#define FT_CPU_KERNEL_DEF(name)                                   \
+    static int ft_cpu_##name##_body(ft_ctx *ctx, ft_tensor *dst); \
+    FT_CPU_KERNEL(name) {                                         \
+        ft_cpu_set_threads(ctx->cpu_threads);                     \
+        return ft_cpu_##name##_body(ctx, dst);                    \
+    }                                                             \
+    static int ft_cpu_##name##_body(ft_ctx *ctx, ft_tensor *dst)
 
 FT_CPU_KERNEL(copy);
 FT_CPU_KERNEL(concat);

@@ -7,7 +7,9 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 
-FT_CPU_KERNEL(binary) {
+#include <omp.h>
+
+FT_CPU_KERNEL_DEF(binary) {
     const ft_tensor *a = dst->src[0], *b = dst->src[1];
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -22,8 +24,9 @@ FT_CPU_KERNEL(binary) {
     const ft_dtype at = a->dtype, bt = b->dtype, dt = dst->dtype;
     if (rows == 0 || cols == 0) return FT_OK;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
+        if (r == 0) ft_cpu_team_note(omp_get_num_threads()); /* thread 0 under schedule(static) */
         int64_t ao = ft_cpu_row_offset(nd, dst->ne, anb, r);
         int64_t bo = ft_cpu_row_offset(nd, dst->ne, bnb, r);
         int64_t o = r * cols;
@@ -47,7 +50,7 @@ static int map_unary(ft_ctx *ctx, ft_tensor *dst, int op, float alpha, float bet
     const int64_t xin = nd > 0 ? x->nb[nd - 1] : 1;
     if (rows == 0 || cols == 0) return FT_OK;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r), o = r * cols;
         for (int64_t j = 0; j < cols; j++) {
@@ -59,12 +62,12 @@ static int map_unary(ft_ctx *ctx, ft_tensor *dst, int op, float alpha, float bet
     return FT_OK;
 }
 
-FT_CPU_KERNEL(scale) {
+FT_CPU_KERNEL_DEF(scale) {
     const ft_params_scale *p = FT_PARAMS(dst, ft_params_scale);
     return map_unary(ctx, dst, FT_OP_SCALE, p->alpha, p->beta);
 }
 
-FT_CPU_KERNEL(unary) {
+FT_CPU_KERNEL_DEF(unary) {
     switch (dst->op) {
     case FT_OP_GELU:
     case FT_OP_GELU_TANH:
@@ -109,7 +112,7 @@ static int check_chain(ft_ctx *ctx, const ft_tensor *dst, const ft_params_fused_
     return FT_OK;
 }
 
-FT_CPU_KERNEL(fused_eltwise) {
+FT_CPU_KERNEL_DEF(fused_eltwise) {
     const ft_params_fused_eltwise *p = FT_PARAMS(dst, ft_params_fused_eltwise);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -121,7 +124,7 @@ FT_CPU_KERNEL(fused_eltwise) {
     const int64_t rows = ft_cpu_rows(nd, dst->ne), cols = ft_cpu_cols(nd, dst->ne);
     if (rows == 0 || cols == 0) return FT_OK;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t off[FT_MAX_SRC] = {0}, in[FT_MAX_SRC] = {0};
         for (int i = 0; i < FT_MAX_SRC; i++) {

@@ -28,7 +28,7 @@ static int64_t first_bad_index(const ft_tensor *idx, int64_t n, int64_t *bad) {
     return -1;
 }
 
-FT_CPU_KERNEL(embedding) {
+FT_CPU_KERNEL_DEF(embedding) {
     const ft_tensor *tab = dst->src[0], *ids = dst->src[1];
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -42,7 +42,7 @@ FT_CPU_KERNEL(embedding) {
     const size_t es = ft_dtype_size(tab->dtype);
     const bool packed = tab->nb[1] == 1 || d == 1;
 
-#pragma omp parallel for schedule(static) if (n * d >= FT_CPU_PAR_MIN)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n * d >= FT_CPU_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         int64_t id = ft_cpu_load_int(ids->data, ids->dtype, i);
         const char *row = (const char *)tab->data + (size_t)(id * tab->nb[0]) * es;
@@ -57,7 +57,7 @@ FT_CPU_KERNEL(embedding) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(gather_last) {
+FT_CPU_KERNEL_DEF(gather_last) {
     const ft_tensor *x = dst->src[0], *idx = dst->src[1];
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -75,7 +75,7 @@ FT_CPU_KERNEL(gather_last) {
     const size_t es = ft_dtype_size(x->dtype);
     const int64_t xin = x->nb[nd - 1];
 
-#pragma omp parallel for schedule(static) if (rows * nj >= FT_CPU_PAR_MIN)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * nj >= FT_CPU_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = r % ni;
         const char *xr = (const char *)x->data + (size_t)ft_cpu_row_offset(nd, x->ne, x->nb, r) * es;

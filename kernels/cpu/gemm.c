@@ -86,7 +86,9 @@ FT_INLINE void micro_body(const int MRC, int64_t kc, const float *restrict a,
 typedef void (*micro_fn)(int64_t kc, const float *restrict a, const float *restrict b,
                          float *restrict c, int64_t ldc, float beta, int mr, int nr);
 
-#ifdef FT_GEMM_X86_CLONES
+/* (not under ThreadSanitizer: it instruments the clones' ifunc resolver, which the
+ * dynamic loader runs before the sanitizer's runtime is up, and crashes) */
+#if defined(FT_GEMM_X86_CLONES) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 static void micro_6x16(int64_t kc, const float *restrict a, const float *restrict b,
@@ -254,7 +256,21 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
     }
 }
 
-int ft_cpu_gemm_threads(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+/* Team size of the calling thread's current kernel (0: not set by a kernel entry,
+ * e.g. a GEMM called directly by a test: the OpenMP default) */
+static _Thread_local int cpu_threads_tls;
+static _Thread_local int cpu_team_seen_tls;
+
+void ft_cpu_set_threads(int n) { cpu_threads_tls = n; }
+int ft_cpu_threads(void) { return cpu_threads_tls > 0 ? cpu_threads_tls : omp_get_max_threads(); }
+int ft_cpu_team_seen(void) { return cpu_team_seen_tls; }
+void ft_cpu_team_reset(void) { cpu_team_seen_tls = 0; }
+/* called by thread 0 of a team, which is the thread that called the kernel */
+void ft_cpu_team_note(int n) {
+    if (n > cpu_team_seen_tls) cpu_team_seen_tls = n;
+}
+
+int ft_cpu_gemm_threads(void) { return omp_in_parallel() ? 1 : ft_cpu_threads(); }
 
 /*
  * Splits C into a tm x tn grid of thread blocks. Each thread packs the A rows
@@ -300,6 +316,7 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 #pragma omp parallel num_threads(tm * tn) reduction(| : failed)
     {
         int t = omp_get_thread_num();
+        if (t == 0) ft_cpu_team_note(omp_get_num_threads());
         int64_t i0 = (int64_t)(t / tn) * bm, j0 = (int64_t)(t % tn) * bn;
         int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
         if (mi > 0 && nj > 0) {
@@ -336,8 +353,9 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
     }
     gemm_kernel kr = pick_kernel();
     int failed = 0;
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
     {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
         gemm_bufs bf;
         int ok = bufs_alloc(&bf, n, k) == 0;
         if (!ok) failed = 1;
@@ -380,7 +398,7 @@ int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out) {
         /* one row of the last dim per iteration, its offset decoded from the row index */
         int64_t inner = t->ne[nd - 1], is = t->nb[nd - 1];
         int64_t rows = inner > 0 ? n / inner : 0;
-#pragma omp parallel for if (n > 65536 && !omp_in_parallel())
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (n > 65536 && !omp_in_parallel())
         for (int64_t r = 0; r < rows; r++) {
             int64_t off = 0, rem = r;
             for (int d = nd - 2; d >= 0; d--) {
@@ -414,7 +432,7 @@ void ft_cpu_f32_store(ft_tensor *dst, const float *src, int64_t n) {
     }
     uint16_t *d = dst->data;
     bool f16 = dst->dtype == FT_DTYPE_F16;
-#pragma omp parallel for if (n > 65536 && !omp_in_parallel())
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (n > 65536 && !omp_in_parallel())
     for (int64_t i = 0; i < n; i++) d[i] = f16 ? ft_f32_to_f16(src[i]) : ft_f32_to_bf16(src[i]);
 }
 
@@ -425,7 +443,7 @@ float ft_cpu_act(int act, float x) {
         float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanhf(u));
     }
-    case FT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case FT_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN stays NaN, as the RELU op and torch.relu */
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     default: return x;
@@ -437,7 +455,7 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
     if (!bias && !res && act == FT_ACT_NONE) return;
     if (inner == 1) {
         /* linear: the bias runs along each row */
-#pragma omp parallel for if (outer * ch > 16384 && !omp_in_parallel())
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (outer * ch > 16384 && !omp_in_parallel())
         for (int64_t o = 0; o < outer; o++) {
             float *yr = y + o * ch;
             const float *rr = res ? res + o * ch : NULL;
@@ -450,7 +468,7 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
     }
     /* convolutions: one bias value per channel row */
     int64_t rows = outer * ch;
-#pragma omp parallel for if (rows * inner > 16384 && !omp_in_parallel())
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (rows * inner > 16384 && !omp_in_parallel())
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * inner;
         const float *rr = res ? res + r * inner : NULL;

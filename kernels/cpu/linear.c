@@ -47,7 +47,7 @@ static void out_done(ft_tensor *dst, float *y) {
 /* linear                                                                    */
 /* ------------------------------------------------------------------------- */
 
-FT_CPU_KERNEL(linear) {
+FT_CPU_KERNEL_DEF(linear) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
     int act = FT_PARAMS(dst, ft_params_linear)->act;
     float alpha = FT_PARAMS(dst, ft_params_linear)->alpha;
@@ -118,7 +118,7 @@ static int operand_get(const ft_tensor *t, operand *o) {
     return 0;
 }
 
-FT_CPU_KERNEL(matmul) {
+FT_CPU_KERNEL_DEF(matmul) {
     const ft_tensor *a = dst->src[0], *b = dst->src[1];
     float alpha = FT_PARAMS(dst, ft_params_matmul)->alpha;
     int nd = dst->ndim;
@@ -212,7 +212,7 @@ static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int
                         A->os[2]);
 }
 
-FT_CPU_KERNEL(attention) {
+FT_CPU_KERNEL_DEF(attention) {
     const ft_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
     attn_args A;
     memset(&A, 0, sizeof A);
@@ -282,7 +282,7 @@ FT_CPU_KERNEL(attention) {
     if (nt > 1 && tasks >= nt) {
         /* one head block per thread, each GEMM single-threaded */
         int failed = 0;
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
         {
             float *s = malloc((size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
             if (!s) failed = 1;

@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-FT_CPU_KERNEL(sum_last) {
+FT_CPU_KERNEL_DEF(sum_last) {
     const ft_tensor *x = dst->src[0];
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -20,7 +20,7 @@ FT_CPU_KERNEL(sum_last) {
     const int64_t rows = ft_cpu_rows(nd, x->ne), cols = ft_cpu_cols(nd, x->ne);
     const int64_t xin = nd > 0 ? x->nb[nd - 1] : 1;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r);
         double s = 0.0;
@@ -30,7 +30,7 @@ FT_CPU_KERNEL(sum_last) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(softmax) {
+FT_CPU_KERNEL_DEF(softmax) {
     const ft_tensor *x = dst->src[0], *m = dst->src[1];
     const float scale = FT_PARAMS(dst, ft_params_softmax)->scale;
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -44,7 +44,7 @@ FT_CPU_KERNEL(softmax) {
     const int64_t xin = nd > 0 ? x->nb[nd - 1] : 1, min = nd > 0 ? mnb[nd - 1] : 0;
     const float *md = m ? (const float *)m->data : NULL;
 
-#pragma omp parallel for schedule(static) if (rows * cols >= FT_CPU_PAR_MIN / 4 && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN / 4 && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r);
         int64_t mo = m ? ft_cpu_row_offset(nd, x->ne, mnb, r) : 0;
@@ -67,7 +67,7 @@ FT_CPU_KERNEL(softmax) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(layernorm) {
+FT_CPU_KERNEL_DEF(layernorm) {
     const ft_tensor *x = dst->src[0], *g = dst->src[1], *b = dst->src[2], *res = dst->src[3];
     const double eps = FT_PARAMS(dst, ft_params_norm)->eps;
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -79,7 +79,7 @@ FT_CPU_KERNEL(layernorm) {
     const ft_dtype dt = x->dtype;
     if (rows == 0 || d == 0) return FT_OK;
 
-#pragma omp parallel for schedule(static) if (rows * d >= FT_CPU_PAR_MIN / 4 && rows > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * d >= FT_CPU_PAR_MIN / 4 && rows > 1)
     for (int64_t r = 0; r < rows; r++) {
         int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r);
         int64_t ro = res ? ft_cpu_row_offset(nd, res->ne, res->nb, r) : 0;
@@ -112,7 +112,7 @@ static double chan(const ft_tensor *t, int64_t c, double dflt) {
     return t ? ft_cpu_load(t->data, t->dtype, c * t->nb[0]) : dflt;
 }
 
-FT_CPU_KERNEL(groupnorm) {
+FT_CPU_KERNEL_DEF(groupnorm) {
     const ft_tensor *x = dst->src[0], *g = dst->src[1], *b = dst->src[2];
     const ft_params_norm *p = FT_PARAMS(dst, ft_params_norm);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -128,7 +128,7 @@ FT_CPU_KERNEL(groupnorm) {
     const double eps = p->eps;
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && nb_ * groups > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && nb_ * groups > 1)
     for (int64_t bg = 0; bg < nb_ * groups; bg++) {
         const int64_t base = bg * per, c0 = (bg % groups) * cpg; /* group bg: [cpg, sp] */
         double s = 0.0;
@@ -151,7 +151,7 @@ FT_CPU_KERNEL(groupnorm) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(batchnorm) {
+FT_CPU_KERNEL_DEF(batchnorm) {
     const ft_tensor *x = dst->src[0], *mean = dst->src[1], *var = dst->src[2];
     const ft_tensor *g = dst->src[3], *b = dst->src[4];
     const double eps = FT_PARAMS(dst, ft_params_norm)->eps;
@@ -165,7 +165,7 @@ FT_CPU_KERNEL(batchnorm) {
     const int64_t bc = x->ne[0] * c, sp = n / bc; /* x [B, C, sp] */
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN && bc > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN && bc > 1)
     for (int64_t i = 0; i < bc; i++) {
         const int64_t ch = i % c;
         const double mu = chan(mean, ch, 0.0);

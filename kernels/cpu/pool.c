@@ -18,7 +18,7 @@ static void split_at(const ft_tensor *x, int d, int64_t *outer, int64_t *inner) 
     for (int i = d + 1; i < x->ndim; i++) *inner *= x->ne[i];
 }
 
-FT_CPU_KERNEL(pool_dim) {
+FT_CPU_KERNEL_DEF(pool_dim) {
     const ft_tensor *x = dst->src[0];
     const ft_params_pool_dim *p = FT_PARAMS(dst, ft_params_pool_dim);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -35,7 +35,7 @@ FT_CPU_KERNEL(pool_dim) {
     if (n == 0) return FT_OK;
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && outer * lo > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && outer * lo > 1)
     for (int64_t ow = 0; ow < outer * lo; ow++) {
         const int64_t o = ow / lo, w = ow % lo;
         const int64_t s = w * p->stride, e = s + p->kernel < l ? s + p->kernel : l; /* [s, e) */
@@ -54,7 +54,7 @@ FT_CPU_KERNEL(pool_dim) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(maxpool2d) {
+FT_CPU_KERNEL_DEF(maxpool2d) {
     const ft_tensor *x = dst->src[0];
     const ft_params_maxpool *p = FT_PARAMS(dst, ft_params_maxpool);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -66,7 +66,7 @@ FT_CPU_KERNEL(maxpool2d) {
     if (n == 0) return FT_OK;
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && planes * ho > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && planes * ho > 1)
     for (int64_t ph = 0; ph < planes * ho; ph++) {
         const int64_t pl = ph / ho, oy = ph % ho;
         const int64_t y0 = oy * p->stride - p->padding;
@@ -89,7 +89,7 @@ FT_CPU_KERNEL(maxpool2d) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(global_avgpool) {
+FT_CPU_KERNEL_DEF(global_avgpool) {
     const ft_tensor *x = dst->src[0];
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
@@ -99,7 +99,7 @@ FT_CPU_KERNEL(global_avgpool) {
     const int64_t sp = n / planes; /* x [B*C, sp] */
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN && planes > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN && planes > 1)
     for (int64_t pl = 0; pl < planes; pl++) {
         double s = 0.0;
         for (int64_t i = 0; i < sp; i++) s += ft_cpu_load(x->data, dt, pl * sp + i);
@@ -108,7 +108,7 @@ FT_CPU_KERNEL(global_avgpool) {
     return FT_OK;
 }
 
-FT_CPU_KERNEL(weight_norm) {
+FT_CPU_KERNEL_DEF(weight_norm) {
     const ft_tensor *g = dst->src[0], *v = dst->src[1];
     const int d = FT_PARAMS(dst, ft_params_weight_norm)->dim;
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -123,7 +123,7 @@ FT_CPU_KERNEL(weight_norm) {
 
     /* squared norms per index of dim d: each thread sums its share of `outer`
      * into its own row of `part`, then the rows are added */
-    const int nt = n >= FT_CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    const int nt = n >= FT_CPU_PAR_MIN ? ft_cpu_threads() : 1;
     double *part = calloc((size_t)nt * (size_t)l, sizeof *part); /* [nt, l] */
     if (!part) return ft_set_error(ctx, FT_ERR_OOM, "weight_norm: no memory for %lld norms",
                                    (long long)l);
@@ -145,7 +145,7 @@ FT_CPU_KERNEL(weight_norm) {
         part[k] = ft_cpu_load(g->data, g->dtype, k) / sqrt(s);
     }
 
-#pragma omp parallel for schedule(static) if (n >= FT_CPU_PAR_MIN && outer > 1)
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN && outer > 1)
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < l; k++)
             for (int64_t i = 0; i < inner; i++) {

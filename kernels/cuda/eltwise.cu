@@ -135,10 +135,8 @@ FT_CUDA_KERNEL(binary) {
 /* ------------------------------------------------------------------------- */
 
 /* A unary op as the CPU reference computes it (ft_cpu_unary_op, used by the
- * unary kernels and the fused chains): RELU keeps NaN there, as torch.relu
- * does. strided.cuh's ft_relu maps NaN to 0, which matches the GEMM/conv
- * epilogue reference (kernels/cpu/gemm.c), not this op, so it is special-cased
- * here rather than changed for every user. */
+ * unary kernels and the fused chains): RELU keeps NaN, as torch.relu does and
+ * as every fused epilogue now does too (strided.cuh's ft_relu). */
 __device__ __forceinline__ float ft_ew_act(int act, float x) {
     if (act == FT_ACT_RELU) return (x > 0.0f || x != x) ? x : 0.0f;
     return ft_act_apply(act, x);

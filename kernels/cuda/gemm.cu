@@ -32,7 +32,7 @@ __device__ __forceinline__ float ft_act_apply(int act, float x) {
         float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanhf(u));
     }
-    case FT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case FT_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN stays NaN, as the RELU op */
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     default: return x;
@@ -358,7 +358,6 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
      * fewer (FT_FAST_GELU=1) */
     int act = g->act == FT_ACT_GELU && s->fast_gelu ? FT_ACT_GELU_TANH : g->act;
     switch (act) {
-    case FT_ACT_RELU: epi = g->bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; break;
     case FT_ACT_GELU_TANH:
         /* f32: the engine's own pass applies the tanh form exactly; cuBLASLt's epilogue may
          * use an approximate tanh, outside the f32 tolerance (its measured error:
@@ -371,7 +370,8 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
         }
         break;
     case FT_ACT_NONE: epi = g->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; break;
-    default: /* exact-erf GELU, tanh, sigmoid */
+    default: /* exact-erf GELU, tanh, sigmoid; and ReLU: cuBLASLt's RELU epilogue is
+              * max(x, 0), which need not keep NaN as the RELU op and torch.relu do */
         epi = g->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
         post_act = g->act;
         break;

@@ -132,7 +132,8 @@ __device__ __forceinline__ float ft_gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float ft_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ float ft_relu(float x) { return x > 0.0f ? x : 0.0f; }
+/* NaN stays NaN, as torch.relu and the CPU reference (fused or not) */
+__device__ __forceinline__ float ft_relu(float x) { return x > 0.0f || x != x ? x : 0.0f; }
 
 __device__ __forceinline__ float ft_act_apply(int act, float x) {
     switch (act) {
