@@ -437,6 +437,20 @@ ft_status ft_cupti_acquire(size_t max_records, char *msg, size_t msg_size) {
         if (bad) {
             if (msg && msg_size) snprintf(msg, msg_size, "out of host memory for %zu CUPTI records", max_records);
             st = FT_ERR_OOM;
+        } else if (!g.attached) {
+            /* Another CUPTI client (nsys, ncu, compute-sanitizer) is found now, not at
+             * the first window, so a tool can say so in its header: a subscription with
+             * nothing enabled, dropped at once (no record, no callback, no cost later). */
+            CUpti_SubscriberHandle probe;
+            CUptiResult r = cuptiSubscribe(&probe, (CUpti_CallbackFunc)noop_cb, NULL);
+            if (r == CUPTI_SUCCESS) {
+                (void)cuptiUnsubscribe(probe);
+            } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+                if (msg && msg_size)
+                    snprintf(msg, msg_size, "another CUPTI client is attached (Nsight Systems/Compute, "
+                                            "compute-sanitizer?): CUPTI off, host timers only");
+                st = FT_ERR_UNSUPPORTED;
+            }
         }
     }
     pthread_mutex_unlock(&g.life);

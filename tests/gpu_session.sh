@@ -17,13 +17,13 @@
 #   tests/gpu_session.sh list           the stage names, in the order to run them
 #
 # Stages: check-test check-memcheck-ops check-memcheck-models check-racecheck check-kbench bench-models
-# bench-ab bench-curves baselines golden. Each step gets the time left of the
+# bench-ab bench-curves report-main report-variants baselines golden. Each step gets the time left of the
 # stage's budget (GPU_SESSION_BUDGET_S, default 450 s) as its timeout, so a
 # stage that runs long still bundles and returns what it has.
 # FT_GPU_SESSION_DRY_RUN=1 logs the commands instead of running them (and writes
 # placeholder output files), for tests/test_gpu_session.sh; FT_NVIDIA_SMI names
 # the nvidia-smi to ask (default: the one on PATH).
-STAGES="check-test check-memcheck-ops check-memcheck-models check-racecheck check-kbench bench-models bench-ab bench-curves baselines golden"
+STAGES="check-test check-memcheck-ops check-memcheck-models check-racecheck check-kbench bench-models bench-ab bench-curves report-main report-variants baselines golden"
 stage=${1:-}
 usage() {
     echo "usage: tests/gpu_session.sh STAGE [OUT]   (STAGE: $STAGES; or: list)" >&2
@@ -306,6 +306,18 @@ bench-curves)
         step "sweep-$model" "$TOOL" sweep "$model" --device cuda --dtype fp16 --protocol paper --overhead \
             --iters 20 --warmup 2 --batches 1,2,4,8,16,32,64,128 --csv "$W/sweep-$model.csv"
     done ;;
+report-main | report-variants)
+    # the reproduction study (make report, docs/report.md) on the GPU, in two calls:
+    # the main and emulation sweeps, then width, depth and the models; each call's
+    # report folder (CSVs, JSON, logs, a report.md of what it has) goes in the bundle.
+    # Unpack both bundles into one folder and render the whole report anywhere:
+    #   python3 bench/report.py --device cuda --dir DIR --no-sweeps
+    build all
+    groups=main,emulation
+    [ "$stage" = report-variants ] && groups=width,depth,models
+    step "report-$groups" make report CUDA_ARCH="$cap" BUILD="$B" EMU=0 DEVICE=cuda DTYPE=fp16 \
+        REPORT_DIR="$W/report" STAGE="$groups"
+    [ -f "$W/report/report.md" ] && grep -E '^### F|^Verdict' "$W/report/report.md" >>"$LOG" ;;
 baselines)
     # PyTorch eager / CUDA graphs and ONNX Runtime on the same presets (no build needed)
     for model in bert-base distilbert-base resnet-50; do
