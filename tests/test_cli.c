@@ -7,6 +7,7 @@
  */
 #include "ft_golden.h"
 #include "ft_test.h"
+#include "ft_tool.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,39 +24,11 @@ typedef struct result {
     char out[8192], err[8192];
 } result;
 
-static void slurp(int fd, char *buf, size_t size) {
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0) n += (size_t)r;
-    buf[n] = 0;
-}
-
 /* Runs the tool with up to 16 arguments (NULL-terminated); captures stdout/stderr. */
 static result run_tool(const char *const *args) {
     result r;
     memset(&r, 0, sizeof r);
-    char of[300], ef[300];
-    snprintf(of, sizeof of, "%s/stdout", tmpdir);
-    snprintf(ef, sizeof ef, "%s/stderr", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(of, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        const char *argv[20] = {tool};
-        int n = 1;
-        for (int i = 0; args[i] && n < 19; i++) argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(tool, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    int fd = open(of, O_RDONLY);
-    if (fd >= 0) { slurp(fd, r.out, sizeof r.out); close(fd); }
-    fd = open(ef, O_RDONLY);
-    if (fd >= 0) { slurp(fd, r.err, sizeof r.err); close(fd); }
+    r.code = ft_tool_exec(tool, tmpdir, args, r.out, sizeof r.out, r.err, sizeof r.err, NULL);
     return r;
 }
 

@@ -6,6 +6,7 @@
  * provenance header and --ops-csv, and `info --presets` counting without weights.
  */
 #include "ft_test.h"
+#include "ft_tool.h"
 #include "ftengine.h"
 
 #include <fcntl.h>
@@ -23,47 +24,17 @@ typedef struct result {
     char out[16384], err[8192];
 } result;
 
-static void slurp_fd(int fd, char *buf, size_t size) {
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0) n += (size_t)r;
-    buf[n] = 0;
-}
-
 /* Runs the tool with a NULL-terminated argument list; captures stdout/stderr. */
 static result run_tool(const char *const *args) {
     static result r;
     memset(&r, 0, sizeof r);
-    char of[300], ef[300];
-    snprintf(of, sizeof of, "%s/stdout", tmpdir);
-    snprintf(ef, sizeof ef, "%s/stderr", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(of, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        const char *argv[32] = {tool};
-        int n = 1;
-        for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(tool, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    int fd = open(of, O_RDONLY);
-    if (fd >= 0) { slurp_fd(fd, r.out, sizeof r.out); close(fd); }
-    fd = open(ef, O_RDONLY);
-    if (fd >= 0) { slurp_fd(fd, r.err, sizeof r.err); close(fd); }
+    r.code = ft_tool_exec(tool, tmpdir, args, r.out, sizeof r.out, r.err, sizeof r.err, NULL);
     return r;
 }
 
 static int read_file(const char *path, char *buf, size_t size) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    slurp_fd(fd, buf, size);
-    close(fd);
+    if (access(path, R_OK) != 0) return -1;
+    ft_tool_slurp(path, buf, size);
     return 0;
 }
 

@@ -7,6 +7,7 @@
  * cost). Links the tool's own sources (tools/cli.c, tools/help.c) for the last.
  */
 #include "ft_test.h"
+#include "ft_tool.h"
 #include "cli.h"
 
 #ifdef FT_WITH_CUDA
@@ -31,44 +32,11 @@ typedef struct result {
     char out[16384], err[8192];
 } result;
 
-static void slurp(const char *path, char *buf, size_t size) {
-    buf[0] = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return;
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0) n += (size_t)r;
-    buf[n] = 0;
-    close(fd);
-}
-
 /* Runs the tool with the NULL-terminated arguments; stdout, stderr, exit code, peak RSS. */
 static result *run_tool(const char *const *args) {
     static result r;
     memset(&r, 0, sizeof r);
-    char of[300], ef[300];
-    snprintf(of, sizeof of, "%s/stdout", tmpdir);
-    snprintf(ef, sizeof ef, "%s/stderr", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(of, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        const char *argv[24] = {tool};
-        int n = 1;
-        for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(tool, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    wait4(pid, &status, 0, &ru);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.maxrss_kb = ru.ru_maxrss;
-    slurp(of, r.out, sizeof r.out);
-    slurp(ef, r.err, sizeof r.err);
+    r.code = ft_tool_exec(tool, tmpdir, args, r.out, sizeof r.out, r.err, sizeof r.err, &r.maxrss_kb);
     return &r;
 }
 
@@ -131,11 +99,11 @@ static void test_one_usage_line(void) {
 }
 
 static void test_flag_equals_value(void) {
-    char m[512], a[16384];
+    char m[512], a[sizeof ((result *)0)->out];
     golden(m, sizeof m, "bert");
     result *r = run_tool(ARGS("info", m, "--batch", "2", "--seq", "16"));
     CHECK(r->code == 0, "info exit %d: %s", r->code, r->err);
-    snprintf(a, sizeof a, "%s", r->out);
+    memcpy(a, r->out, sizeof a);
     r = run_tool(ARGS("info", m, "--batch=2", "--seq=16"));
     CHECK(r->code == 0 && !strcmp(a, r->out), "--batch=2 --seq=16 differs from --batch 2 --seq 16: %d %s / %s",
           r->code, r->out, a);
