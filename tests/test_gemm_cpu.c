@@ -148,6 +148,53 @@ static void test_sgemm_core(void) {
             }
 }
 
+/* The epilogue fused into the tile stores (ft_cpu_sgemm_ep): bias by column and
+ * by row, every activation, a residual through beta = 1, K across several depth
+ * blocks (the epilogue must run once, after the last), tiles cut by the thread
+ * split, 1 and 2 threads. */
+static void test_sgemm_fused_epilogue(void) {
+    static const int64_t dims[][3] = {{1, 1, 1}, {13, 35, 0}, {29, 45, 300}, {130, 67, 17}, {7, 530, 513}};
+    for (int th = 1; th <= 2; th++) {
+        ft_cpu_set_threads(th);
+        for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+            for (int act = FT_ACT_NONE; act <= FT_ACT_SIGMOID; act++)
+                for (int per_row = 0; per_row < 2; per_row++) {
+                    int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2], ldc = n + 1;
+                    float *a = rvals(m * k, FT_DTYPE_F32), *b = rvals(n * k, FT_DTYPE_F32);
+                    float *bias = rvals(per_row ? m : n, FT_DTYPE_F32), *c = rvals(m * ldc, FT_DTYPE_F32);
+                    float beta = act % 2 ? 1.0f : 0.0f; /* residual in C on odd acts */
+                    double *ref = malloc((size_t)(m * n + 1) * sizeof(double));
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double acc = 0;
+                            for (int64_t p = 0; p < k; p++) acc += (double)a[i * k + p] * b[j * k + p];
+                            acc = 2.0 * acc + (beta != 0.0f ? c[i * ldc + j] : 0.0) + bias[per_row ? i : j];
+                            ref[i * n + j] = act_ref(act, acc);
+                        }
+                    ft_cpu_gemm_ep ep = {bias, per_row != 0, act};
+                    CHECK(ft_cpu_sgemm_ep(false, true, m, n, k, 2.0f, a, k, b, k, beta, c, ldc, &ep) == 0,
+                          "sgemm_ep failed");
+                    int bad = 0;
+                    for (int64_t i = 0; i < m && !bad; i++)
+                        for (int64_t j = 0; j < n && !bad; j++) {
+                            double g = c[i * ldc + j], r = ref[i * n + j];
+                            if (!(fabs(g - r) <= 1e-4 * (1 + fabs(r)))) {
+                                CHECK(0, "sgemm_ep %lldx%lldx%lld act %d per_row %d threads %d: C[%lld,%lld] = %g, expected %g",
+                                      (long long)m, (long long)n, (long long)k, act, per_row, th,
+                                      (long long)i, (long long)j, g, r);
+                                bad = 1;
+                            }
+                        }
+                    free(a);
+                    free(b);
+                    free(bias);
+                    free(c);
+                    free(ref);
+                }
+    }
+    ft_cpu_set_threads(0);
+}
+
 static void test_sgemm_batched(void) {
     /* 5 products of a broadcast A with distinct B */
     int64_t m = 19, n = 33, k = 40, batch = 5;
@@ -765,6 +812,7 @@ int main(void) {
         return 1;
     }
     RUN(test_sgemm_core);
+    RUN(test_sgemm_fused_epilogue);
     RUN(test_sgemm_batched);
     RUN(test_linear_shapes);
     RUN(test_linear_views);

@@ -45,7 +45,7 @@ static void im2col(const conv_geom *g, const float *x, float *col, bool parallel
 
 /* out_bg [cout_g, oh*ow] = w_g [cout_g, K] * col [K, oh*ow]; 0 or -1 (OOM). */
 static int conv_item(const conv_geom *g, const float *x, const float *w, float *y, int64_t item,
-                     float *col, bool direct, bool parallel, float beta) {
+                     float *col, bool direct, bool parallel, float beta, const ft_cpu_gemm_ep *ep) {
     int64_t b = item / g->groups, gi = item % g->groups;
     int64_t cin_g = g->cin / g->groups, cout_g = g->cout / g->groups;
     int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
@@ -57,7 +57,12 @@ static int conv_item(const conv_geom *g, const float *x, const float *w, float *
         im2col(g, xb, col, parallel);
         bm = col;
     }
-    return ft_cpu_sgemm(false, false, cout_g, n, kk, 1.0f, wg, kk, bm, n, beta, yb, n);
+    ft_cpu_gemm_ep e; /* the bias rows of this group */
+    if (ep) {
+        e = *ep;
+        if (e.bias) e.bias += gi * cout_g;
+    }
+    return ft_cpu_sgemm_ep(false, false, cout_g, n, kk, 1.0f, wg, kk, bm, n, beta, yb, n, ep ? &e : NULL);
 }
 
 static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char *name) {
@@ -103,6 +108,10 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
 
     float beta = res_in_c ? 1.0f : 0.0f;
+    /* bias and activation fused into the GEMM's tile stores, unless a residual
+     * that is not in y must be added before the activation */
+    ft_cpu_gemm_ep ep = {fb.p, true, act};
+    const ft_cpu_gemm_ep *epp = fr.p ? NULL : &ep;
     int64_t col_n;
     size_t col_bytes;
     if (!ft_mul_ok(direct ? 1 : kk, direct ? 1 : n, &col_n) || !ft_bytes_ok(col_n, sizeof(float), &col_bytes)) {
@@ -120,7 +129,7 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
             if (!c) failed = 1;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t i = 0; i < items; i++)
-                if (c && conv_item(g, fx.p, fw.p, y, i, c, direct, false, beta)) failed = 1;
+                if (c && conv_item(g, fx.p, fw.p, y, i, c, direct, false, beta, epp)) failed = 1;
             free(c);
         }
         if (failed) goto oom;
@@ -128,9 +137,9 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         col = malloc(col_bytes);
         if (!col) goto oom;
         for (int64_t i = 0; i < items; i++)
-            if (conv_item(g, fx.p, fw.p, y, i, col, direct, true, beta)) goto oom;
+            if (conv_item(g, fx.p, fw.p, y, i, col, direct, true, beta, epp)) goto oom;
     }
-    ft_cpu_epilogue(y, g->batch, g->cout, n, fb.p, fr.p, act);
+    if (!epp) ft_cpu_epilogue(y, g->batch, g->cout, n, fb.p, fr.p, act);
     goto done;
 oom:
     st = ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for its im2col or staging buffers",

@@ -13,6 +13,7 @@
  * fits the 16 ymm registers of AVX2.
  */
 #include "gemm.h"
+#include "vrow.h"
 
 #include <math.h>
 #include <omp.h>
@@ -225,13 +226,28 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
         for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
-/* One thread's share: the whole blocked loop nest on its own buffers. */
+/* The epilogue on the mr x nr tile of C at global row i0, column j0, right after
+ * the micro-kernel stored its last depth block, while the tile is in L1. */
+static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                    int64_t i0, int64_t j0) {
+    for (int64_t i = 0; i < mr; i++) {
+        if (ep->bias_per_row)
+            ft_cpu_row_bias_act(c + i * ldc, nr, NULL, ep->bias ? ep->bias[i0 + i] : 0.0f, ep->act);
+        else
+            ft_cpu_row_bias_act(c + i * ldc, nr, ep->bias ? ep->bias + j0 : NULL, 0.0f, ep->act);
+    }
+}
+
+/* One thread's share: the whole blocked loop nest on its own buffers. (i0, j0):
+ * where this block sits in the whole C, for the epilogue's bias index. */
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                        float beta, float *c, int64_t ldc, const gemm_bufs *bf) {
+                        float beta, float *c, int64_t ldc, const gemm_bufs *bf,
+                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_c(m, n, beta, c, ldc);
+        if (ep) tile_ep(ep, c, ldc, m, n, i0, j0);
         return;
     }
     for (int64_t jc = 0; jc < n; jc += NC) {
@@ -247,8 +263,10 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
                     int nr = (int)(nc - jr < NR ? nc - jr : NR);
                     for (int64_t ir = 0; ir < mc; ir += kr.mr) {
                         int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
-                        kr.fn(kc, bf->pa + ir * kc, bf->pb + jr * kc,
-                              c + (ic + ir) * ldc + jc + jr, ldc, bt, mr, nr);
+                        float *ct = c + (ic + ir) * ldc + jc + jr;
+                        kr.fn(kc, bf->pa + ir * kc, bf->pb + jr * kc, ct, ldc, bt, mr, nr);
+                        if (ep && pc + kc == k)
+                            tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
                 }
             }
@@ -296,7 +314,14 @@ static void choose_grid(int nt, int64_t m, int64_t n, int64_t k, int mr, int *tm
 
 int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return ft_cpu_sgemm_ep(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+}
+
+int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    const ft_cpu_gemm_ep *ep) {
     if (m <= 0 || n <= 0) return 0;
+    if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
     int nt = ft_cpu_gemm_threads();
     /* small products do not pay for waking the team */
@@ -306,7 +331,7 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
     if (tm * tn == 1) {
         gemm_bufs bf;
         if (bufs_alloc(&bf, n, k)) return -1;
-        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf);
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0);
         bufs_free(&bf);
         return 0;
     }
@@ -327,7 +352,7 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *ab = ta ? a + i0 : a + i0 * lda;
                 const float *bb = tb ? b + j0 * ldb : b + j0;
                 gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
-                            c + i0 * ldc + j0, ldc, &bf);
+                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0);
                 bufs_free(&bf);
             }
         }
@@ -363,7 +388,7 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         for (int64_t i = 0; i < batch; i++)
             if (ok)
                 gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                            ldb, beta, c + i * stride_c, ldc, &bf);
+                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0);
         if (ok) bufs_free(&bf);
     }
     return failed ? -1 : 0;
@@ -458,11 +483,8 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
 #pragma omp parallel for num_threads(ft_cpu_threads()) if (outer * ch > 16384 && !omp_in_parallel())
         for (int64_t o = 0; o < outer; o++) {
             float *yr = y + o * ch;
-            const float *rr = res ? res + o * ch : NULL;
-            for (int64_t j = 0; j < ch; j++) {
-                float v = yr[j] + (bias ? bias[j] : 0.0f) + (rr ? rr[j] : 0.0f);
-                yr[j] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
-            }
+            if (res) ft_cpu_row_binary(FT_OP_ADD, yr, res + o * ch, ch, 0);
+            ft_cpu_row_bias_act(yr, ch, bias, 0.0f, act);
         }
         return;
     }
@@ -471,11 +493,7 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
 #pragma omp parallel for num_threads(ft_cpu_threads()) if (rows * inner > 16384 && !omp_in_parallel())
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * inner;
-        const float *rr = res ? res + r * inner : NULL;
-        float bv = bias ? bias[r % ch] : 0.0f;
-        for (int64_t i = 0; i < inner; i++) {
-            float v = yr[i] + bv + (rr ? rr[i] : 0.0f);
-            yr[i] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
-        }
+        if (res) ft_cpu_row_binary(FT_OP_ADD, yr, res + r * inner, inner, 0);
+        ft_cpu_row_bias_act(yr, inner, NULL, bias ? bias[r % ch] : 0.0f, act);
     }
 }

@@ -26,6 +26,24 @@ extern "C" {
 int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/*
+ * An epilogue fused into the SGEMM's store: C = act(C + bias) applied to each
+ * micro-tile right after its last depth block is stored (the tile is still in
+ * L1), instead of a separate pass over C. bias (may be NULL) is indexed by
+ * column ([n], linear) or, with bias_per_row, by row ([m], convolutions). A
+ * residual is added through beta = 1 with C holding it beforehand.
+ */
+typedef struct ft_cpu_gemm_ep {
+    const float *bias;
+    bool bias_per_row;
+    int act; /* ft_act */
+} ft_cpu_gemm_ep;
+
+/* ft_cpu_sgemm then the epilogue ep (NULL: none), fused per tile. */
+int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    const ft_cpu_gemm_ep *ep);
+
 /* `batch` independent SGEMMs, item i at a + i*stride_a, b + i*stride_b,
  * c + i*stride_c (a stride of 0 broadcasts an operand). Parallel over the
  * batch when it is large enough, otherwise over each product. 0 or -1 (OOM). */

@@ -7,6 +7,7 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "vrow.h"
 
 #include <math.h>
 #include <omp.h>
@@ -76,13 +77,16 @@ FT_CPU_KERNEL_DEF(linear) {
     if (fx.owned) rs = k; /* the staged copy is contiguous */
     if (res_in_c && res->data != (void *)y)
         memmove(y, res->data, (size_t)(rows * n) * sizeof(float));
-    /* y [rows, N] = alpha x [rows, K] * W^T (+ y holding the residual), W [N, K] */
-    if (ft_cpu_sgemm(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f, y,
-                     n)) {
+    /* y [rows, N] = alpha x [rows, K] * W^T (+ y holding the residual), W [N, K];
+     * bias and activation fused into the GEMM's tile stores unless a residual that
+     * is not in y must come before the activation */
+    ft_cpu_gemm_ep ep = {fb.p, false, act};
+    if (ft_cpu_sgemm_ep(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f,
+                        y, n, fr.p ? NULL : &ep)) {
         st = oom(ctx, "linear");
         goto done;
     }
-    ft_cpu_epilogue(y, rows, n, 1, fb.p, fr.p, act);
+    if (fr.p) ft_cpu_epilogue(y, rows, n, 1, fb.p, fr.p, act);
 done:
     ft_cpu_f32_release(&fx);
     ft_cpu_f32_release(&fw);
@@ -170,26 +174,23 @@ typedef struct attn_args {
     float scale;
 } attn_args;
 
-/* max-subtracted softmax of one score row, mask added first */
+/* max-subtracted softmax of one score row, mask added first; every key masked
+ * gives NaN, as the softmax op and PyTorch give (HF WavLM's all-padding rows), so
+ * graph mode's fused attention agrees with eager */
 static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < sk; j++) {
-        if (m) s[j] += m[j * mstride];
-        if (s[j] > mx) mx = s[j];
+    if (m) {
+        if (mstride == 1) {
+            ft_cpu_row_binary(FT_OP_ADD, s, m, sk, 0);
+        } else {
+            float mb[FT_CPU_CHUNK];
+            for (int64_t j0 = 0; j0 < sk; j0 += FT_CPU_CHUNK) {
+                int64_t len = sk - j0 < FT_CPU_CHUNK ? sk - j0 : FT_CPU_CHUNK;
+                ft_cpu_row_load(m, FT_DTYPE_F32, j0 * mstride, mstride, len, mb);
+                ft_cpu_row_binary(FT_OP_ADD, s + j0, mb, len, 0);
+            }
+        }
     }
-    if (mx == -INFINITY) {
-        /* every key masked: NaN, as the softmax op and PyTorch give (HF WavLM's
-         * all-padding rows), so graph mode's fused attention agrees with eager */
-        for (int64_t j = 0; j < sk; j++) s[j] = NAN;
-        return;
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < sk; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
-    float inv = 1.0f / sum;
-    for (int64_t j = 0; j < sk; j++) s[j] *= inv;
+    ft_cpu_row_softmax(s, sk);
 }
 
 /* rows [i0, i0+ni) of head (b, hh); s is scratch [ni, Sk]. 0 or -1 (OOM). */
