@@ -17,6 +17,7 @@ const char *ft_cli_usage_text =
     "  ftengine bench MODEL [--device cpu|cuda] [--mode eager|graph|static] [--dtype fp32|fp16|bf16]\n"
     "               [--batch B] [--seq S] [--warmup N] [--iters N] [--protocol paper|sync]\n"
     "               [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--trace FILE.json] [--csv FILE.csv] [--phases]\n"
+    "               [--threads N]   (run, bench, sweep: CPU threads of the context)\n"
     "  ftengine sweep MODEL [--device cpu|cuda] [--dtype fp32|fp16|bf16] [--modes eager,graph,static]\n"
     "               [--batches 1,2,4,...] [--seq S] [--protocol paper|sync] [--warmup N] [--iters N]\n"
     "               [--overhead] [--op-cost-us N] [--mem-limit BYTES[K|M|G]] [--csv FILE.csv]\n"
@@ -113,13 +114,16 @@ int parse(int argc, char **argv, args *a) {
             NEED_VALUE();
             if (ft_dtype_parse(v, &a->dtype)) return usage("unknown dtype '%s' (fp32, fp16, bf16)", v);
         } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq") || !strcmp(o, "--warmup") ||
-                   !strcmp(o, "--iters")) {
+                   !strcmp(o, "--iters") || !strcmp(o, "--threads")) {
             NEED_VALUE();
             char *end = NULL;
             long long n = strtoll(v, &end, 10);
             if (!*v || *end || n < (strcmp(o, "--warmup") ? 1 : 0) || n > 1000000000LL)
                 return usage("%s needs a positive integer, got '%s'", o, v);
+            if (!strcmp(o, "--threads") && n > 4096)
+                return usage("--threads needs a number of CPU threads in [1, 4096], got '%s'", v);
             if (!strcmp(o, "--batch")) a->batch = n;
+            else if (!strcmp(o, "--threads")) a->threads = (int)n;
             else if (!strcmp(o, "--seq")) a->seq = n;
             else if (!strcmp(o, "--warmup")) a->warmup = (int)n;
             else a->iters = (int)n;
@@ -146,6 +150,7 @@ ft_ctx *make_ctx(const args *a, ft_device dev, int *rc) {
     ft_ctx_options o = ft_ctx_options_default();
     o.device = dev;
     o.mem_limit = a->mem_limit;
+    o.cpu_threads = a->threads; /* 0: OMP_NUM_THREADS or the core count */
     o.errbuf = err;
     o.errbuf_size = sizeof err;
     ft_ctx *ctx = NULL;

@@ -18,6 +18,7 @@ typedef struct args {
     int hidden_states, profile, list_presets;
     long long batch, seq;
     int warmup, iters;
+    int threads; /* --threads: the context's CPU threads (0: default) */
     const char *trace, *csv; /* profiler outputs */
     int phases;              /* print the profiler's tables */
     double op_cost_us;       /* emulated framework cost per op; < 0: not given */
