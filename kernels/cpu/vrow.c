@@ -24,8 +24,10 @@
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
-/* -std=c11 turns FMA contraction off; the polynomials want it */
-#pragma GCC optimize("O3", "fp-contract=fast")
+/* -std=c11 turns FMA contraction off; the polynomials want it. No trapping math:
+ * the branch-free selects may then be if-converted (nothing here reads the FP
+ * exception flags; NaN and inf still propagate as IEEE says) */
+#pragma GCC optimize("O3", "fp-contract=fast", "no-trapping-math")
 #endif
 
 /* f16 bits to f32 without a branch: the magnitude shifted into an f32 and scaled by
