@@ -195,6 +195,100 @@ static void test_sgemm_fused_epilogue(void) {
     ft_cpu_set_threads(0);
 }
 
+/* op(B) packed once (ft_cpu_pack_b) and reused: the same products as packing per
+ * call, for B given as W [N, K] (transposed) or [K, N], N across a 4096-column
+ * panel and K across several depth blocks, with the fused epilogue, 1 and 2
+ * threads, the packed panels reused by a second product. */
+static void test_sgemm_packed(void) {
+    static const int64_t dims[][3] = {{1, 1, 1}, {5, 4100, 37}, {128, 67, 513}, {29, 45, 300}};
+    for (int th = 1; th <= 2; th++) {
+        ft_cpu_set_threads(th);
+        for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+            for (int tb = 0; tb < 2; tb++) {
+                int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2], ldb = (tb ? k : n) + 3;
+                float *a = rvals(m * k, FT_DTYPE_F32), *b = rvals((tb ? n : k) * ldb, FT_DTYPE_F32);
+                float *bias = rvals(n, FT_DTYPE_F32), *c = malloc((size_t)(m * n) * sizeof(float));
+                ft_cpu_packed_b *pb = ft_cpu_pack_b(tb, k, n, b, ldb);
+                CHECK(pb != NULL, "pack failed");
+                if (!pb) continue;
+                for (int rep = 0; rep < 2; rep++) {
+                    int act = rep ? FT_ACT_GELU : FT_ACT_NONE;
+                    ft_cpu_gemm_ep ep = {bias, false, act};
+                    CHECK(ft_cpu_sgemm_packed(false, m, 0.5f, a, k, pb, 0.0f, c, n, &ep) == 0, "packed failed");
+                    int bad = 0;
+                    for (int64_t i = 0; i < m && !bad; i++)
+                        for (int64_t j = 0; j < n && !bad; j++) {
+                            double acc = 0;
+                            for (int64_t p = 0; p < k; p++)
+                                acc += (double)a[i * k + p] * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+                            double r = act_ref(act, 0.5 * acc + bias[j]), g = c[i * n + j];
+                            if (!(fabs(g - r) <= 1e-4 * (1 + fabs(r)))) {
+                                CHECK(0, "packed %lldx%lldx%lld tb%d threads %d: C[%lld,%lld] = %g, expected %g",
+                                      (long long)m, (long long)n, (long long)k, tb, th, (long long)i,
+                                      (long long)j, g, r);
+                                bad = 1;
+                            }
+                        }
+                }
+                ft_cpu_packed_b_free(pb);
+                free(a);
+                free(b);
+                free(bias);
+                free(c);
+            }
+    }
+    ft_cpu_set_threads(0);
+    ft_cpu_packed_b_free(NULL);
+    CHECK(ft_cpu_pack_b(true, 0, 5, NULL, 1) == NULL, "an empty B has no panels");
+}
+
+/* Graph and static plans pack each linear weight once (ft_cpu_linear_prepack) and
+ * give the same outputs as eager mode, which packs per call; f32 and bf16. */
+static void test_plan_prepacked_weights(void) {
+    int64_t ids[2 * 11];
+    for (int i = 0; i < 22; i++) ids[i] = (i * 37 + 5) % 1000;
+    ft_host_tensor in[] = {{"input_ids", FT_DTYPE_I64, 2, {2, 11}, ids}};
+    for (int d = 0; d < 2; d++) {
+        float *ref = NULL;
+        int64_t n = 0;
+        for (int mode = FT_MODE_EAGER; mode <= FT_MODE_STATIC; mode++) {
+            ft_model_options o = ft_model_options_default();
+            o.mode = (ft_mode)mode;
+            o.dtype = d ? FT_DTYPE_BF16 : FT_DTYPE_F32;
+            ft_model *m = NULL;
+            int before = ft_cpu_prepack_count();
+            if (ft_model_load(ctx, "bert-tiny", &o, &m) != FT_OK || ft_model_forward(m, in, 1) != FT_OK) {
+                CHECK(0, "bert-tiny %d: %s", mode, ft_ctx_errmsg(ctx));
+                ft_ctx_clear_error(ctx);
+                ft_model_free(m);
+                continue;
+            }
+            int packed = ft_cpu_prepack_count() - before;
+            /* bert-tiny: 2 layers x (qkv, out, ffn in, ffn out) + pooler, at least */
+            if (mode == FT_MODE_EAGER) CHECK(packed == 0, "eager packed %d weights", packed);
+            else CHECK(packed >= 9, "mode %d packed %d weights", mode, packed);
+            ft_tensor *h = ft_model_output_find(m, "last_hidden_state");
+            n = ft_tensor_numel(h);
+            float *got = malloc((size_t)n * sizeof(float));
+            CHECK(ft_tensor_to_host(ctx, h, FT_DTYPE_F32, got, (size_t)n * sizeof(float)) == FT_OK, "to_host");
+            if (!ref) {
+                ref = got;
+            } else {
+                double tol = d ? 3e-2 : 1e-4;
+                int bad = 0;
+                for (int64_t i = 0; i < n && !bad; i++)
+                    if (!(fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i])))) {
+                        CHECK(0, "mode %d dtype %d [%lld]: %g vs eager %g", mode, d, (long long)i, got[i], ref[i]);
+                        bad = 1;
+                    }
+                free(got);
+            }
+            ft_model_free(m);
+        }
+        free(ref);
+    }
+}
+
 static void test_sgemm_batched(void) {
     /* 5 products of a broadcast A with distinct B */
     int64_t m = 19, n = 33, k = 40, batch = 5;
@@ -813,6 +907,8 @@ int main(void) {
     }
     RUN(test_sgemm_core);
     RUN(test_sgemm_fused_epilogue);
+    RUN(test_sgemm_packed);
+    RUN(test_plan_prepacked_weights);
     RUN(test_sgemm_batched);
     RUN(test_linear_shapes);
     RUN(test_linear_views);

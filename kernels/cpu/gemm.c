@@ -13,6 +13,7 @@
  * fits the 16 ymm registers of AVX2.
  */
 #include "gemm.h"
+#include "../../engine/ft_checked.h"
 #include "vrow.h"
 
 #include <math.h>
@@ -204,6 +205,7 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int bufs_alloc(gemm_bufs *bf, int64_t n, int64_t k) {
     int64_t kc = k < KC ? k : KC, nc = round_up(n < NC ? n : NC, NR);
     if (kc < 1) kc = 1;
+    if (n == 0) nc = 1; /* B comes packed: no B buffer */
     bf->pa = malloc((size_t)(MC * kc) * sizeof(float));
     bf->pb = malloc((size_t)(kc * nc) * sizeof(float));
     if (!bf->pa || !bf->pb) {
@@ -243,7 +245,7 @@ static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr,
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float beta, float *c, int64_t ldc, const gemm_bufs *bf,
-                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0) {
+                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0, const ft_cpu_packed_b *pre) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_c(m, n, beta, c, ldc);
@@ -255,7 +257,10 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             float bt = pc == 0 ? beta : 1.0f;
-            pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
+            /* op(B)'s slivers for columns j0 + jc.., packed now or once beforehand */
+            const float *pb = bf->pb;
+            if (pre) pb = pre->data + pc * pre->npad + (j0 + jc) * kc;
+            else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
@@ -264,7 +269,7 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
                     for (int64_t ir = 0; ir < mc; ir += kr.mr) {
                         int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
                         float *ct = c + (ic + ir) * ldc + jc + jr;
-                        kr.fn(kc, bf->pa + ir * kc, bf->pb + jr * kc, ct, ldc, bt, mr, nr);
+                        kr.fn(kc, bf->pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
                         if (ep && pc + kc == k)
                             tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
@@ -317,9 +322,9 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
     return ft_cpu_sgemm_ep(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
 }
 
-int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                    const ft_cpu_gemm_ep *ep) {
+static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                      const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre) {
     if (m <= 0 || n <= 0) return 0;
     if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
@@ -327,11 +332,14 @@ int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
     int tm = 1, tn = 1;
-    if (nt > 1) choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
+    if (nt > 1 && pre && (n + NR - 1) / NR >= nt)
+        tn = nt; /* B is packed once for all: split its columns, each thread packs the small A */
+    else if (nt > 1)
+        choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
     if (tm * tn == 1) {
         gemm_bufs bf;
-        if (bufs_alloc(&bf, n, k)) return -1;
-        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0);
+        if (bufs_alloc(&bf, pre ? 0 : n, k)) return -1;
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre);
         bufs_free(&bf);
         return 0;
     }
@@ -346,18 +354,64 @@ int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
         int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
         if (mi > 0 && nj > 0) {
             gemm_bufs bf;
-            if (bufs_alloc(&bf, nj, k)) {
+            if (bufs_alloc(&bf, pre ? 0 : nj, k)) {
                 failed = 1;
             } else {
                 const float *ab = ta ? a + i0 : a + i0 * lda;
-                const float *bb = tb ? b + j0 * ldb : b + j0;
+                const float *bb = pre ? NULL : tb ? b + j0 * ldb : b + j0;
                 gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
-                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0);
+                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0, pre);
                 bufs_free(&bf);
             }
         }
     }
     return failed ? -1 : 0;
+}
+
+int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    const ft_cpu_gemm_ep *ep) {
+    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL);
+}
+
+#define PACKED_MAGIC 0x4b434150u /* "PACK" */
+
+ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb) {
+    if (k <= 0 || n <= 0) return NULL;
+    int64_t npad = round_up(n, NR), total;
+    size_t bytes;
+    if (!ft_mul_ok(npad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
+    ft_cpu_packed_b *p = calloc(1, sizeof *p);
+    float *d = malloc(bytes);
+    if (!p || !d) {
+        free(p);
+        free(d);
+        return NULL;
+    }
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL};
+    /* depth block pc holds [kc][npad] as NR-column slivers: exactly what pack_b
+     * writes for the whole width, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * ncb > 1 && k * n > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nkb * ncb; t++) {
+        int64_t pc = (t / ncb) * KC, jc = (t % ncb) * NC;
+        int64_t kc = k - pc < KC ? k - pc : KC, nc = n - jc < NC ? n - jc : NC;
+        pack_b(tb, b, ldb, pc, jc, kc, nc, d + pc * npad + jc * kc);
+    }
+    return p;
+}
+
+void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {
+    if (!p || p->magic != PACKED_MAGIC) return;
+    p->magic = 0;
+    free(p->data);
+    free(p);
+}
+
+int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
+                        const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
+                        const ft_cpu_gemm_ep *ep) {
+    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb);
 }
 
 int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -388,7 +442,7 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         for (int64_t i = 0; i < batch; i++)
             if (ok)
                 gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0);
+                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL);
         if (ok) bufs_free(&bf);
     }
     return failed ? -1 : 0;

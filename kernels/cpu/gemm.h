@@ -44,6 +44,26 @@ int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                     const ft_cpu_gemm_ep *ep);
 
+/*
+ * op(B) [K, N] packed once in the SGEMM's panel layout (depth blocks of KC rows,
+ * each NR-column slivers [kc][NR], zero-padded to a multiple of NR columns), for
+ * an operand that does not change between calls: a weight, packed at plan time
+ * (ft_cpu_linear_prepack). Every thread of a product reads the same panels.
+ * ft_cpu_pack_b returns NULL when out of memory (callers then pack per call).
+ */
+typedef struct ft_cpu_packed_b {
+    uint32_t magic;
+    int64_t k, n, npad;
+    float *data;
+    const void *src; /* the tensor data it was packed from (a consistency check) */
+} ft_cpu_packed_b;
+ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
+void ft_cpu_packed_b_free(ft_cpu_packed_b *p);
+/* ft_cpu_sgemm_ep with op(B) = pb (K and N from it). */
+int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
+                        const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
+                        const ft_cpu_gemm_ep *ep);
+
 /* `batch` independent SGEMMs, item i at a + i*stride_a, b + i*stride_b,
  * c + i*stride_c (a stride of 0 broadcasts an operand). Parallel over the
  * batch when it is large enough, otherwise over each product. 0 or -1 (OOM). */

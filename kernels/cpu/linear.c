@@ -48,6 +48,50 @@ static void out_done(ft_tensor *dst, float *y) {
 /* linear                                                                    */
 /* ------------------------------------------------------------------------- */
 
+/* ---- weights packed at plan time ---- */
+
+static int prepacks_made; /* test hook (ft_cpu_prepack_count) */
+
+int ft_cpu_prepack_count(void) {
+    int n;
+#pragma omp atomic read
+    n = prepacks_made;
+    return n;
+}
+
+/* The packed weight a plan left in a linear node, if it still matches it. */
+static const ft_cpu_packed_b *node_packed(const ft_tensor *dst) {
+    const ft_cpu_packed_b *p = (const ft_cpu_packed_b *)dst->extra;
+    const ft_tensor *w = dst->src[1];
+    if (!p || dst->op != FT_OP_LINEAR || dst->device != FT_DEVICE_CPU) return NULL;
+    return p->src == w->data && p->n == w->ne[0] && p->k == w->ne[1] ? p : NULL;
+}
+
+int ft_cpu_linear_prepack(ft_ctx *ctx, ft_tensor *n) {
+    const ft_tensor *w = n->src[1];
+    if (n->op != FT_OP_LINEAR || n->device != FT_DEVICE_CPU || n->extra || !w || !w->data ||
+        w->ndim != 2 || !(w->flags & FT_TF_WEIGHT) || !ft_dtype_is_float(w->dtype))
+        return FT_OK;
+    ft_cpu_set_threads(ctx->cpu_threads);
+    ft_cpu_f32 fw = {0};
+    if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return FT_OK; /* packs per call instead */
+    /* W [N, K] is op(B) = W^T */
+    ft_cpu_packed_b *p = ft_cpu_pack_b(true, w->ne[1], w->ne[0], fw.p, w->ne[1]);
+    ft_cpu_f32_release(&fw);
+    if (!p) return FT_OK;
+    p->src = w->data;
+    n->extra = p;
+#pragma omp atomic
+    prepacks_made++;
+    return FT_OK;
+}
+
+void ft_cpu_linear_unpack(ft_tensor *n) {
+    if (!n || n->op != FT_OP_LINEAR || n->device != FT_DEVICE_CPU || !n->extra) return;
+    ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
+    n->extra = NULL;
+}
+
 FT_CPU_KERNEL_DEF(linear) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
     int act = FT_PARAMS(dst, ft_params_linear)->act;
@@ -67,8 +111,9 @@ FT_CPU_KERNEL_DEF(linear) {
     /* an f32 residual is accumulated by the GEMM itself (beta = 1), which also
      * keeps a residual that shares the output's storage correct */
     bool res_in_c = res && y == dst->data && res->dtype == FT_DTYPE_F32 && ft_tensor_contiguous(res);
+    const ft_cpu_packed_b *pk = k > 0 && n > 0 ? node_packed(dst) : NULL;
     int st = FT_OK;
-    if (!y || ft_cpu_f32_get(x, x_rows, &fx) || ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) ||
+    if (!y || ft_cpu_f32_get(x, x_rows, &fx) || (!pk && ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) ||
         (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
         (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr))) {
         st = oom(ctx, "linear");
@@ -81,8 +126,11 @@ FT_CPU_KERNEL_DEF(linear) {
      * bias and activation fused into the GEMM's tile stores unless a residual that
      * is not in y must come before the activation */
     ft_cpu_gemm_ep ep = {fb.p, false, act};
-    if (ft_cpu_sgemm_ep(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f,
-                        y, n, fr.p ? NULL : &ep)) {
+    int gst = pk ? ft_cpu_sgemm_packed(false, rows, alpha, fx.p, rs, pk, res_in_c ? 1.0f : 0.0f, y, n,
+                                       fr.p ? NULL : &ep)
+                 : ft_cpu_sgemm_ep(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k,
+                                   res_in_c ? 1.0f : 0.0f, y, n, fr.p ? NULL : &ep);
+    if (gst) {
         st = oom(ctx, "linear");
         goto done;
     }
