@@ -195,7 +195,7 @@ static void test_sgemm_fused_epilogue(void) {
     ft_cpu_set_threads(0);
 }
 
-/* op(B) packed once (ft_cpu_pack_b) and reused: the same products as packing per
+/* op(B) packed once (ft_cpu_pack_b) and reused, and A packed once (ft_cpu_pack_a): the same products as packing per
  * call, for B given as W [N, K] (transposed) or [K, N], N across a 4096-column
  * panel and K across several depth blocks, with the fused epilogue, 1 and 2
  * threads, the packed panels reused by a second product. */
@@ -237,48 +237,94 @@ static void test_sgemm_packed(void) {
                 free(c);
             }
     }
+    /* A packed once (a convolution weight [Cout, K]) times B [K, N] with a row bias */
+    static const int64_t adims[][3] = {{1, 1, 1}, {64, 3136, 147}, {130, 50, 300}, {7, 4100, 9}};
+    for (int th = 1; th <= 2; th++) {
+        ft_cpu_set_threads(th);
+        for (size_t s = 0; s < sizeof adims / sizeof adims[0]; s++) {
+            int64_t m = adims[s][0], n = adims[s][1], k = adims[s][2], lda = k + 2;
+            float *a = rvals(m * lda, FT_DTYPE_F32), *b = rvals(k * n, FT_DTYPE_F32);
+            float *bias = rvals(m, FT_DTYPE_F32), *c = rvals(m * n, FT_DTYPE_F32);
+            double *ref = malloc((size_t)(m * n) * sizeof(double));
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double acc = c[i * n + j] + bias[i]; /* beta = 1 */
+                    for (int64_t p = 0; p < k; p++) acc += (double)a[i * lda + p] * b[p * n + j];
+                    ref[i * n + j] = act_ref(FT_ACT_RELU, acc);
+                }
+            ft_cpu_packed_b *pa = ft_cpu_pack_a(m, k, a, lda);
+            ft_cpu_gemm_ep ep = {bias, true, FT_ACT_RELU};
+            CHECK(pa && ft_cpu_sgemm_packed_a(pa, n, b, n, 1.0f, c, n, &ep) == 0, "packed A failed");
+            int bad = 0;
+            for (int64_t i = 0; i < m * n && pa && !bad; i++)
+                if (!(fabs(c[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])))) {
+                    CHECK(0, "packed A %lldx%lldx%lld threads %d: C[%lld] = %g, expected %g", (long long)m,
+                          (long long)n, (long long)k, th, (long long)i, c[i], ref[i]);
+                    bad = 1;
+                }
+            ft_cpu_packed_b_free(pa);
+            free(a);
+            free(b);
+            free(bias);
+            free(c);
+            free(ref);
+        }
+    }
     ft_cpu_set_threads(0);
     ft_cpu_packed_b_free(NULL);
     CHECK(ft_cpu_pack_b(true, 0, 5, NULL, 1) == NULL, "an empty B has no panels");
 }
 
-/* Graph and static plans pack each linear weight once (ft_cpu_linear_prepack) and
- * give the same outputs as eager mode, which packs per call; f32 and bf16. */
+/* Graph and static plans pack each linear and convolution weight once
+ * (ft_cpu_prepack) and give the same outputs as eager mode, which packs per
+ * call: bert-tiny in f32 and bf16, resnet-18 in f32. */
 static void test_plan_prepacked_weights(void) {
     int64_t ids[2 * 11];
     for (int i = 0; i < 22; i++) ids[i] = (i * 37 + 5) % 1000;
-    ft_host_tensor in[] = {{"input_ids", FT_DTYPE_I64, 2, {2, 11}, ids}};
-    for (int d = 0; d < 2; d++) {
+    float *px = rvals(3 * 40 * 40, FT_DTYPE_F32);
+    ft_host_tensor bert_in[] = {{"input_ids", FT_DTYPE_I64, 2, {2, 11}, ids}};
+    ft_host_tensor rn_in[] = {{"pixel_values", FT_DTYPE_F32, 4, {1, 3, 40, 40}, px}};
+    struct { const char *model, *out; ft_host_tensor *in; ft_dtype dt; int min_packed; } cases[] = {
+        /* 2 layers x (qkv, out, ffn in, ffn out) + pooler; 20 convolutions */
+        {"bert-tiny", "last_hidden_state", bert_in, FT_DTYPE_F32, 9},
+        {"bert-tiny", "last_hidden_state", bert_in, FT_DTYPE_BF16, 9},
+        {"resnet-18", "last_hidden_state", rn_in, FT_DTYPE_F32, 20},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         float *ref = NULL;
         int64_t n = 0;
         for (int mode = FT_MODE_EAGER; mode <= FT_MODE_STATIC; mode++) {
             ft_model_options o = ft_model_options_default();
             o.mode = (ft_mode)mode;
-            o.dtype = d ? FT_DTYPE_BF16 : FT_DTYPE_F32;
+            o.dtype = cases[c].dt;
             ft_model *m = NULL;
             int before = ft_cpu_prepack_count();
-            if (ft_model_load(ctx, "bert-tiny", &o, &m) != FT_OK || ft_model_forward(m, in, 1) != FT_OK) {
-                CHECK(0, "bert-tiny %d: %s", mode, ft_ctx_errmsg(ctx));
+            if (ft_model_load(ctx, cases[c].model, &o, &m) != FT_OK || ft_model_forward(m, cases[c].in, 1) != FT_OK) {
+                CHECK(0, "%s %d: %s", cases[c].model, mode, ft_ctx_errmsg(ctx));
                 ft_ctx_clear_error(ctx);
                 ft_model_free(m);
                 continue;
             }
             int packed = ft_cpu_prepack_count() - before;
-            /* bert-tiny: 2 layers x (qkv, out, ffn in, ffn out) + pooler, at least */
-            if (mode == FT_MODE_EAGER) CHECK(packed == 0, "eager packed %d weights", packed);
-            else CHECK(packed >= 9, "mode %d packed %d weights", mode, packed);
-            ft_tensor *h = ft_model_output_find(m, "last_hidden_state");
+            if (mode == FT_MODE_EAGER) CHECK(packed == 0, "%s: eager packed %d weights", cases[c].model, packed);
+            else CHECK(packed >= cases[c].min_packed, "%s mode %d packed %d weights", cases[c].model, mode, packed);
+            ft_tensor *h = ft_model_output_find(m, cases[c].out);
+            CHECK(h != NULL, "%s: no %s", cases[c].model, cases[c].out);
+            if (!h) {
+                ft_model_free(m);
+                continue;
+            }
             n = ft_tensor_numel(h);
             float *got = malloc((size_t)n * sizeof(float));
             CHECK(ft_tensor_to_host(ctx, h, FT_DTYPE_F32, got, (size_t)n * sizeof(float)) == FT_OK, "to_host");
             if (!ref) {
                 ref = got;
             } else {
-                double tol = d ? 3e-2 : 1e-4;
+                double tol = cases[c].dt == FT_DTYPE_F32 ? 1e-4 : 3e-2;
                 int bad = 0;
                 for (int64_t i = 0; i < n && !bad; i++)
                     if (!(fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i])))) {
-                        CHECK(0, "mode %d dtype %d [%lld]: %g vs eager %g", mode, d, (long long)i, got[i], ref[i]);
+                        CHECK(0, "%s mode %d [%lld]: %g vs eager %g", cases[c].model, mode, (long long)i, got[i], ref[i]);
                         bad = 1;
                     }
                 free(got);
@@ -287,6 +333,7 @@ static void test_plan_prepacked_weights(void) {
         }
         free(ref);
     }
+    free(px);
 }
 
 static void test_sgemm_batched(void) {

@@ -245,7 +245,8 @@ static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr,
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float beta, float *c, int64_t ldc, const gemm_bufs *bf,
-                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0, const ft_cpu_packed_b *pre) {
+                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0, const ft_cpu_packed_b *pre,
+                        const ft_cpu_packed_b *prea) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_c(m, n, beta, c, ldc);
@@ -263,13 +264,16 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
             else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
-                pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
+                /* op(A)'s slivers for rows i0 + ic.., packed now or once beforehand */
+                const float *pa = bf->pa;
+                if (prea) pa = prea->data + pc * prea->npad + (i0 + ic) * kc;
+                else pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int nr = (int)(nc - jr < NR ? nc - jr : NR);
                     for (int64_t ir = 0; ir < mc; ir += kr.mr) {
                         int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
                         float *ct = c + (ic + ir) * ldc + jc + jr;
-                        kr.fn(kc, bf->pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
+                        kr.fn(kc, pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
                         if (ep && pc + kc == k)
                             tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
@@ -324,7 +328,8 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 
 static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                      const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre) {
+                      const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre,
+                      const ft_cpu_packed_b *prea) {
     if (m <= 0 || n <= 0) return 0;
     if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
@@ -332,14 +337,15 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
     int tm = 1, tn = 1;
-    if (nt > 1 && pre && (n + NR - 1) / NR >= nt)
-        tn = nt; /* B is packed once for all: split its columns, each thread packs the small A */
+    if (nt > 1 && (pre || prea) && (n + NR - 1) / NR >= nt)
+        tn = nt; /* an operand packed once for all: split the columns, each thread packs only its
+                  * slice of B (or the small A) */
     else if (nt > 1)
         choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
     if (tm * tn == 1) {
         gemm_bufs bf;
         if (bufs_alloc(&bf, pre ? 0 : n, k)) return -1;
-        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre);
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre, prea);
         bufs_free(&bf);
         return 0;
     }
@@ -357,10 +363,10 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
             if (bufs_alloc(&bf, pre ? 0 : nj, k)) {
                 failed = 1;
             } else {
-                const float *ab = ta ? a + i0 : a + i0 * lda;
+                const float *ab = prea ? NULL : ta ? a + i0 : a + i0 * lda;
                 const float *bb = pre ? NULL : tb ? b + j0 * ldb : b + j0;
                 gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
-                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0, pre);
+                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0, pre, prea);
                 bufs_free(&bf);
             }
         }
@@ -371,7 +377,7 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
 int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                     const ft_cpu_gemm_ep *ep) {
-    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL);
+    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL, NULL);
 }
 
 #define PACKED_MAGIC 0x4b434150u /* "PACK" */
@@ -388,7 +394,7 @@ ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, in
         free(d);
         return NULL;
     }
-    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL};
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0};
     /* depth block pc holds [kc][npad] as NR-column slivers: exactly what pack_b
      * writes for the whole width, so the blocked loop reads it in place */
     int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC;
@@ -411,7 +417,41 @@ void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {
 int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
                         const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
                         const ft_cpu_gemm_ep *ep) {
-    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb);
+    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb, NULL);
+}
+
+ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda) {
+    if (k <= 0 || m <= 0) return NULL;
+    int mr = pick_kernel().mr;
+    int64_t mpad = round_up(m, mr), total;
+    size_t bytes;
+    if (!ft_mul_ok(mpad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
+    ft_cpu_packed_b *p = calloc(1, sizeof *p);
+    float *d = malloc(bytes);
+    if (!p || !d) {
+        free(p);
+        free(d);
+        return NULL;
+    }
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, m, mpad, d, NULL, 0};
+    p->mr = mr;
+    /* depth block pc holds [mpad][kc] as mr-row slivers [kc][mr]: what pack_a
+     * writes for all the rows, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, nmb = (m + MC - 1) / MC;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * nmb > 1 && k * m > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nkb * nmb; t++) {
+        int64_t pc = (t / nmb) * KC, ic = (t % nmb) * MC;
+        int64_t kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
+        pack_a(false, a, lda, ic, pc, mc, kc, 1.0f, mr, d + pc * mpad + ic * kc);
+    }
+    return p;
+}
+
+int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
+                          float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep) {
+    /* the micro-kernel the panels were cut for (the CPU does not change) */
+    if (pa->mr != pick_kernel().mr) return -1;
+    return sgemm_impl(false, false, pa->n, n, pa->k, 1.0f, NULL, 0, b, ldb, beta, c, ldc, ep, NULL, pa);
 }
 
 int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -442,7 +482,7 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         for (int64_t i = 0; i < batch; i++)
             if (ok)
                 gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL);
+                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL, NULL);
         if (ok) bufs_free(&bf);
     }
     return failed ? -1 : 0;

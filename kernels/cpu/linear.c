@@ -64,14 +64,22 @@ static const ft_cpu_packed_b *node_packed(const ft_tensor *dst) {
     const ft_cpu_packed_b *p = (const ft_cpu_packed_b *)dst->extra;
     const ft_tensor *w = dst->src[1];
     if (!p || dst->op != FT_OP_LINEAR || dst->device != FT_DEVICE_CPU) return NULL;
-    return p->src == w->data && p->n == w->ne[0] && p->k == w->ne[1] ? p : NULL;
+    return p->src == w->data && p->mr == 0 && p->n == w->ne[0] && p->k == w->ne[1] ? p : NULL;
 }
 
-int ft_cpu_linear_prepack(ft_ctx *ctx, ft_tensor *n) {
+int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
     const ft_tensor *w = n->src[1];
-    if (n->op != FT_OP_LINEAR || n->device != FT_DEVICE_CPU || n->extra || !w || !w->data ||
-        w->ndim != 2 || !(w->flags & FT_TF_WEIGHT) || !ft_dtype_is_float(w->dtype))
+    if (n->device != FT_DEVICE_CPU || n->extra || !w || !w->data || !(w->flags & FT_TF_WEIGHT) ||
+        !ft_dtype_is_float(w->dtype))
         return FT_OK;
+    if (n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D) {
+        if (ft_cpu_conv_prepack(ctx, n)) {
+#pragma omp atomic
+            prepacks_made++;
+        }
+        return FT_OK;
+    }
+    if (n->op != FT_OP_LINEAR || w->ndim != 2) return FT_OK;
     ft_cpu_set_threads(ctx->cpu_threads);
     ft_cpu_f32 fw = {0};
     if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return FT_OK; /* packs per call instead */
@@ -86,8 +94,9 @@ int ft_cpu_linear_prepack(ft_ctx *ctx, ft_tensor *n) {
     return FT_OK;
 }
 
-void ft_cpu_linear_unpack(ft_tensor *n) {
-    if (!n || n->op != FT_OP_LINEAR || n->device != FT_DEVICE_CPU || !n->extra) return;
+void ft_cpu_unpack(ft_tensor *n) {
+    if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
+    if (n->op != FT_OP_LINEAR && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D) return;
     ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
     n->extra = NULL;
 }
