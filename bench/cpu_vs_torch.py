@@ -7,8 +7,10 @@ DistilBERT, ResNet bottleneck nets; random init at the real sizes, eval mode,
 no autograd), so neither transformers nor a checkpoint is needed. Each round
 runs, for every model, `ftengine bench MODEL --device cpu --mode graph|static
 --threads N` (its median forward latency) and then the torch model for the same
-number of forwards (median wall time of one forward); rounds alternate so both
-see the same machine load. The table keeps the median over rounds of each
+number of forwards (median wall time of one forward, in a fresh python whose
+OpenMP and BLAS thread counts are set before torch loads: OpenBLAS's pthread
+build sizes its own pool at load time); rounds alternate so both see the same
+machine load. The table keeps the median over rounds of each
 side's median, ftengine's best of graph/static, and the ratio
 ftengine / torch (below 1: ftengine is faster).
 
@@ -199,6 +201,36 @@ def time_ftengine(tool, name, mode, batch, seq, threads, iters):
     return ms
 
 
+def torch_env(threads):
+    """The environment of a torch worker with `threads` threads: OpenMP and every
+    BLAS it may call (OpenBLAS's pthread build keeps a pool of its own, sized at
+    load time, which torch.set_num_threads does not reach)."""
+    env = dict(os.environ)
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS"):
+        env[v] = str(threads)
+    return env
+
+
+def time_torch_worker(name, batch, size, threads, iters, seed=0):
+    """Median ms of one forward in a fresh python with the thread settings applied
+    before torch loads (so its BLAS pool has the same size)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker",
+           f"{name},{batch},{size},{threads},{iters},{seed}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=torch_env(threads))
+    if r.returncode != 0 or not r.stdout.strip():
+        raise RuntimeError(f"torch worker failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def torch_worker(spec):
+    name, batch, size, threads, iters, seed = spec.split(",")
+    torch.set_num_threads(int(threads))
+    torch.manual_seed(int(seed))
+    net = build_torch(name)
+    print(f"{time_torch(net, net.inputs(int(batch), int(size)), int(iters)):.4f}")
+    return 0
+
+
 def torch_build_info():
     """torch version, its BLAS and oneDNN, as torch.__config__.show() reports them."""
     cfg = torch.__config__.show()
@@ -234,7 +266,10 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--md")
     ap.add_argument("--json")
+    ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.torch_worker and torch is not None:
+        return torch_worker(a.torch_worker)
     if torch is None:
         print(f"cpu_vs_torch: needs torch ({TORCH_ERROR}); skipping")
         return 0
@@ -252,21 +287,17 @@ def main(argv=None):
     info = torch_build_info()
     print(f"torch {info['torch']} (mkldnn {info['mkldnn']}, system BLAS {info['system_blas']}); " +
           "; ".join(info["config"]))
-    torch.manual_seed(0)
-    nets = {m: build_torch(m) for m in models}
     res = {}  # (model, batch, threads) -> {"torch": [...], mode: [...]}
     for rnd in range(a.rounds):
         for m in models:
             for b in batches:
                 size = a.image if MODELS[m][0] == "resnet" else a.seq
-                inp = nets[m].inputs(b, size)
                 for t in threads:
                     key = (m, b, t)
                     slot = res.setdefault(key, {})
                     for mode in modes:
                         slot.setdefault(mode, []).append(time_ftengine(a.tool, m, mode, b, a.seq, t, a.iters))
-                    torch.set_num_threads(t)
-                    slot.setdefault("torch", []).append(time_torch(nets[m], inp, a.iters))
+                    slot.setdefault("torch", []).append(time_torch_worker(m, b, size, t, a.iters))
                     print(f"round {rnd + 1}: {m} b{b} t{t}: " +
                           ", ".join(f"{k} {v[-1]:.2f}" for k, v in slot.items()), flush=True)
     rows, out = [], []

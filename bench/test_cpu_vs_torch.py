@@ -26,6 +26,11 @@ class Parsing(unittest.TestCase):
         self.assertEqual(row, "| bert-base | 1 | 2 | 80.00 (static) | 100.00 | 0.80 |")
         self.assertEqual(cvt.TABLE_HEAD.count("|"), 14)
 
+    def test_worker_env_sizes_every_pool(self):
+        env = cvt.torch_env(3)
+        for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            self.assertEqual(env[v], "3")
+
     def test_no_torch_exits_cleanly(self):
         saved = cvt.torch
         cvt.torch, cvt.TORCH_ERROR = None, "ModuleNotFoundError: test"
