@@ -211,12 +211,18 @@ def torch_env(threads):
     return env
 
 
+TORCH_LIBDIR = None  # --torch-libdir: a directory searched first for torch's libblas.so.3
+
+
 def time_torch_worker(name, batch, size, threads, iters, seed=0):
     """Median ms of one forward in a fresh python with the thread settings applied
     before torch loads (so its BLAS pool has the same size)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker",
            f"{name},{batch},{size},{threads},{iters},{seed}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=torch_env(threads))
+    env = torch_env(threads)
+    if TORCH_LIBDIR:
+        env["LD_LIBRARY_PATH"] = TORCH_LIBDIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0 or not r.stdout.strip():
         raise RuntimeError(f"torch worker failed ({r.returncode}): {r.stderr.strip()[-300:]}")
     return float(r.stdout.strip().splitlines()[-1])
@@ -267,7 +273,12 @@ def main(argv=None):
     ap.add_argument("--md")
     ap.add_argument("--json")
     ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--torch-libdir", help="directory searched first for torch's BLAS "
+                    "(e.g. /usr/lib/x86_64-linux-gnu/openblas-openmp: OpenBLAS on torch's OpenMP "
+                    "threads instead of a pthread pool of its own)")
     a = ap.parse_args(argv)
+    global TORCH_LIBDIR
+    TORCH_LIBDIR = a.torch_libdir
     if a.torch_worker and torch is not None:
         return torch_worker(a.torch_worker)
     if torch is None:
@@ -285,7 +296,10 @@ def main(argv=None):
     batches = [int(b) for b in a.batch.split(",")]
     modes = [m for m in a.modes.split(",") if m]
     info = torch_build_info()
-    print(f"torch {info['torch']} (mkldnn {info['mkldnn']}, system BLAS {info['system_blas']}); " +
+    if a.torch_libdir:
+        info["torch_libdir"] = a.torch_libdir
+    print(f"torch {info['torch']} (mkldnn {info['mkldnn']}, system BLAS {info['system_blas']}, "
+          f"torch libdir first: {a.torch_libdir or '-'}); " +
           "; ".join(info["config"]))
     res = {}  # (model, batch, threads) -> {"torch": [...], mode: [...]}
     for rnd in range(a.rounds):
