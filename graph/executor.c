@@ -15,6 +15,7 @@
 #include "trace.h"
 #include "../engine/nvtx.h"
 #include "../engine/replay_map.h"
+#include "../kernels/cpu/cpu_kernels.h"
 #ifdef FT_WITH_CUDA
 #include "../engine/cuda_backend.h"
 #include "cuda_graph.h"
@@ -91,6 +92,7 @@ static void plan_free(ft_plan *p) {
     ft_replay_map_unref(p->replay);
 #endif
     ft_scratch_pool_release(&p->scratch);
+    for (int i = 0; p->step_nodes && i < p->n_steps; i++) ft_cpu_unpack(p->step_nodes[i]);
     ft_graph_destroy(p->g);
     if (p->arena) ft_block_unref(p->arena);
     free(p->steps);
@@ -411,6 +413,8 @@ static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
                                 "static mode: op %s cannot be captured in a CUDA graph "
                                 "(set FT_DISABLE_CUDA_GRAPHS=1 or use graph mode)",
                                 ft_node_describe(n, d, sizeof d));
+        /* CPU: linear and convolution weights packed once here, in the GEMM's panel layout */
+        if (ctx->device == FT_DEVICE_CPU) ft_cpu_prepack(ctx, n);
         p->steps[p->n_steps].fn = fn;
         p->steps[p->n_steps].node = n;
         p->step_nodes[p->n_steps] = n;

@@ -260,6 +260,12 @@ static void test_bench_and_sweep(void) {
           r.out, r.err);
     /* a result names what it ran on */
     CHECK(strstr(r.out, "device: ") && strstr(r.out, "OpenMP threads"), "bench names no device: %s", r.out);
+    /* --threads sets the context's CPU threads (named in the device line); 0 is a usage error */
+    const char *bt[] = {"bench", model, "--device", "cpu", "--iters", "1", "--warmup", "0", "--threads", "3", NULL};
+    r = run_tool(bt);
+    CHECK(r.code == 0 && strstr(r.out, " 3 OpenMP threads"), "bench --threads 3: %d %s %s", r.code, r.out, r.err);
+    const char *b0[] = {"bench", model, "--device", "cpu", "--threads", "0", NULL};
+    CHECK(run_tool(b0).code == 2, "--threads 0 is a usage error");
     snprintf(csv, sizeof csv, "%s/sweep.csv", tmpdir);
     const char *sw[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,3", "--iters", "2",
                         "--warmup", "0", "--overhead", "--csv", csv, NULL};

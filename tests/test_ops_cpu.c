@@ -645,6 +645,62 @@ static void test_conv_bias_column_layout(void) {
         CHECK(!memcmp(r, g, sizeof r), "conv2d with the padded bias column differs from conv2d");
     else
         CHECK(0, "conv2d outputs: %s", ft_ctx_errmsg(ctx));
+/* The vectorised paths' edges, in every float dtype: dims the elementwise engine
+ * merges (partly and fully), rows longer than its 1024-element chunks with a
+ * tail, the -6..6 activation range on a strided view, a softmax/LayerNorm row
+ * and a GroupNorm group past the 4096-float stack buffer (heap path), rows of
+ * length 1, and BatchNorm planes longer than a chunk. */
+static void test_vector_paths(void) {
+    for (int k = 0; k < 3; k++) {
+        ft_dtype dt = float_dtypes[k];
+        int64_t n4[4] = {2, 3, 1, 2500}, nb3[3] = {3, 1, 1}, nf[3] = {4, 5, 7};
+        check_binary("merged dims, chunk tail", 0, mk(dt, 4, n4, -2, 2), mk(dt, 3, nb3, -1, 1), dt);
+        check_binary("fully merged", 2, mk(dt, 3, nf, -2, 2), mk(dt, 3, nf, -1, 1), dt);
+        int64_t nw[2] = {3, 2600};
+        hv xs = hv_slice(mk(dt, 2, nw, -6, 6), 1, 7, 2590); /* rows with a gap */
+        check_binary("sliced rows", 3, xs, mk(dt, 2, xs.ne, 0.5, 2), dt);
+        hv xt = hv_transpose(mk(dt, 2, nw, -6, 6), 0, 1); /* inner stride 2600 */
+        for (int w = 0; w < 6; w++) {
+            hv x = w % 2 ? xt : xs;
+            double *ref = dense(x);
+            for (int64_t i = 0; i < numel_of(x.nd, x.ne); i++) ref[i] = unary_ref(w, ref[i]);
+            expect("unary long rows", unary_run(w, x.t), x.nd, x.ne, ref, dt);
+        }
+        hv m = mk(FT_DTYPE_F32, 1, &xs.ne[1], -3, 0);
+        check_softmax("softmax heap row", xs, &m, 0.4f, dt);
+        int64_t n1[2] = {5, 1};
+        check_softmax("softmax rows of 1", mk(dt, 2, n1, -3, 3), NULL, 1.0f, dt);
+        expect("layernorm heap row", ft_layernorm(ctx, xs.t, NULL, NULL, 1e-5f), 2, xs.ne,
+               ln_ref(xs, NULL, NULL, NULL, 1e-5f, dt), dt);
+        hv r = mk(dt, 2, xs.ne, -1, 1), g = mk(dt, 1, &xs.ne[1], 0.5, 1.5), b = mk(dt, 1, &xs.ne[1], -1, 1);
+        ft_params_norm p = {1e-6f, 0};
+        ft_tensor *src[4] = {xs.t, g.t, b.t, r.t};
+        expect("layernorm heap row, residual", ft_dispatch(ctx, FT_OP_LAYERNORM, src, 4, &p, sizeof p), 2,
+               xs.ne, ln_ref(xs, &r, &g, &b, 1e-6f, dt), dt);
+        expect("layernorm rows of 1", ft_layernorm(ctx, mk(dt, 2, n1, -3, 3).t, NULL, NULL, 1e-5f), 2, n1,
+               ln_ref(mk(dt, 2, n1, 0, 0), NULL, NULL, NULL, 1e-5f, dt), dt);
+        /* groupnorm: 2 groups of 2 x 2100 = 4200 floats; batchnorm planes of 2100 */
+        int64_t ng[3] = {2, 4, 2100}, n4c[1] = {4};
+        hv y = mk(dt, 3, ng, 5, 7), gg = mk(dt, 1, n4c, 0.5, 1.5), bb = mk(dt, 1, n4c, -1, 1);
+        hv mean = mk(dt, 1, n4c, -1, 1), var = mk(dt, 1, n4c, 0.5, 2);
+        double *gref = keep(malloc(sizeof(double) * 2 * 4 * 2100)), *bref = keep(malloc(sizeof(double) * 2 * 4 * 2100));
+        for (int bg = 0; bg < 4; bg++) {
+            const double *v = y.base + bg * 4200;
+            double mu = 0, va = 0;
+            for (int i = 0; i < 4200; i++) mu += v[i] / 4200;
+            for (int i = 0; i < 4200; i++) va += (v[i] - mu) * (v[i] - mu) / 4200;
+            for (int i = 0; i < 4200; i++) {
+                int c = (bg % 2) * 2 + i / 2100;
+                gref[bg * 4200 + i] = (v[i] - mu) / sqrt(va + 1e-5) * gg.base[c] + bb.base[c];
+            }
+        }
+        for (int i = 0; i < 2 * 4 * 2100; i++) {
+            int c = i / 2100 % 4;
+            bref[i] = (y.base[i] - mean.base[c]) / sqrt(var.base[c] + 1e-5) * gg.base[c] + bb.base[c];
+        }
+        expect("groupnorm heap group", ft_groupnorm(ctx, y.t, 2, gg.t, bb.t, 1e-5f), 3, ng, gref, dt);
+        expect("batchnorm long planes", ft_batchnorm(ctx, y.t, mean.t, var.t, gg.t, bb.t, 1e-5f), 3, ng, bref, dt);
+    }
     end_test();
 }
 
@@ -691,6 +747,7 @@ int main(void) {
     RUN(test_fused_eltwise);
     RUN(test_large_parallel);
     RUN(test_conv_bias_column_layout);
+    RUN(test_vector_paths);
     RUN(test_empty_and_sticky);
     ft_ctx_free(ctx);
     return ft_test_finish();

@@ -43,21 +43,54 @@ static void im2col(const conv_geom *g, const float *x, float *col, bool parallel
     }
 }
 
-/* out_bg [cout_g, oh*ow] = w_g [cout_g, K] * col [K, oh*ow]; 0 or -1 (OOM). */
+bool ft_cpu_conv_prepack(ft_ctx *ctx, ft_tensor *n) {
+    const ft_tensor *w = n->src[1];
+    if (FT_PARAMS(n, ft_params_conv)->groups != 1 || w->ndim < 3 || ft_numel(w) == 0) return false;
+    int64_t cout = w->ne[0], kk = ft_numel(w) / cout;
+    ft_cpu_set_threads(ctx->cpu_threads);
+    ft_cpu_f32 fw = {0};
+    if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return false;
+    ft_cpu_packed_b *p = ft_cpu_pack_a(cout, kk, fw.p, kk);
+    ft_cpu_f32_release(&fw);
+    if (!p) return false;
+    p->src = w->data;
+    n->extra = p;
+    return true;
+}
+
+/* The weight panels a plan left in this conv node, if they still match it. */
+static const ft_cpu_packed_b *conv_packed(const ft_tensor *dst, const conv_geom *g) {
+    const ft_cpu_packed_b *p = (const ft_cpu_packed_b *)dst->extra;
+    if (!p || g->groups != 1 || dst->device != FT_DEVICE_CPU) return NULL;
+    return p->src == dst->src[1]->data && p->mr > 0 && p->n == g->cout &&
+                   p->k == g->cin * g->kh * g->kw
+               ? p
+               : NULL;
+}
+
+/* out_bg [cout_g, oh*ow] = w_g [cout_g, K] * col [K, oh*ow]; 0 or -1 (OOM).
+ * pk: the whole weight packed at plan time (groups == 1), else NULL. */
 static int conv_item(const conv_geom *g, const float *x, const float *w, float *y, int64_t item,
-                     float *col, bool direct, bool parallel, float beta) {
+                     float *col, bool direct, bool parallel, float beta, const ft_cpu_gemm_ep *ep,
+                     const ft_cpu_packed_b *pk) {
     int64_t b = item / g->groups, gi = item % g->groups;
     int64_t cin_g = g->cin / g->groups, cout_g = g->cout / g->groups;
     int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
     const float *xb = x + (b * g->cin + gi * cin_g) * g->h * g->w;
-    const float *wg = w + gi * cout_g * kk;
+    const float *wg = w ? w + gi * cout_g * kk : NULL; /* NULL: packed (pk) */
     float *yb = y + (b * g->cout + gi * cout_g) * n;
     const float *bm = xb; /* [kk, n] */
     if (!direct) {
         im2col(g, xb, col, parallel);
         bm = col;
     }
-    return ft_cpu_sgemm(false, false, cout_g, n, kk, 1.0f, wg, kk, bm, n, beta, yb, n);
+    ft_cpu_gemm_ep e; /* the bias rows of this group */
+    if (ep) {
+        e = *ep;
+        if (e.bias) e.bias += gi * cout_g;
+    }
+    if (pk) return ft_cpu_sgemm_packed_a(pk, n, bm, n, beta, yb, n, ep ? &e : NULL);
+    return ft_cpu_sgemm_ep(false, false, cout_g, n, kk, 1.0f, wg, kk, bm, n, beta, yb, n, ep ? &e : NULL);
 }
 
 static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char *name) {
@@ -69,6 +102,7 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
     int64_t items = g->batch * g->groups;
 
     ft_cpu_f32 fx = {0}, fw = {0}, fb = {0}, fr = {0};
+    const ft_cpu_packed_b *pk = conv_packed(dst, g);
     float *y = dst->dtype == FT_DTYPE_F32 ? (float *)dst->data
                                           : malloc((size_t)(ft_numel(dst) > 0 ? ft_numel(dst) : 1) *
                                                    sizeof(float)); /* [B, Cout, OH*OW] */
@@ -78,7 +112,7 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
     float *col = NULL;
     int st = FT_OK;
     if (!y || ft_cpu_f32_get(xt, ft_tensor_contiguous(xt), &fx) ||
-        ft_cpu_f32_get(wt, ft_tensor_contiguous(wt), &fw) ||
+        (!pk && ft_cpu_f32_get(wt, ft_tensor_contiguous(wt), &fw)) ||
         (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
         (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr)))
         goto oom;
@@ -103,6 +137,10 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         memmove(y, res->data, (size_t)ft_numel(dst) * sizeof(float));
 
     float beta = res_in_c ? 1.0f : 0.0f;
+    /* bias and activation fused into the GEMM's tile stores, unless a residual
+     * that is not in y must be added before the activation */
+    ft_cpu_gemm_ep ep = {fb.p, true, act};
+    const ft_cpu_gemm_ep *epp = fr.p ? NULL : &ep;
     int64_t col_n;
     size_t col_bytes;
     if (!ft_mul_ok(direct ? 1 : kk, direct ? 1 : n, &col_n) || !ft_bytes_ok(col_n, sizeof(float), &col_bytes)) {
@@ -120,7 +158,7 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
             if (!c) failed = 1;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t i = 0; i < items; i++)
-                if (c && conv_item(g, fx.p, fw.p, y, i, c, direct, false, beta)) failed = 1;
+                if (c && conv_item(g, fx.p, fw.p, y, i, c, direct, false, beta, epp, pk)) failed = 1;
             free(c);
         }
         if (failed) goto oom;
@@ -128,9 +166,9 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
         col = malloc(col_bytes);
         if (!col) goto oom;
         for (int64_t i = 0; i < items; i++)
-            if (conv_item(g, fx.p, fw.p, y, i, col, direct, true, beta)) goto oom;
+            if (conv_item(g, fx.p, fw.p, y, i, col, direct, true, beta, epp, pk)) goto oom;
     }
-    ft_cpu_epilogue(y, g->batch, g->cout, n, fb.p, fr.p, act);
+    if (!epp) ft_cpu_epilogue(y, g->batch, g->cout, n, fb.p, fr.p, act);
     goto done;
 oom:
     st = ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for its im2col or staging buffers",

@@ -25,6 +25,16 @@ int ft_cpu_team_seen(void);
 void ft_cpu_team_reset(void);
 void ft_cpu_team_note(int n);
 
+/* Plan-time packing of a node's weight (src[1], a model parameter) into the
+ * GEMM's panel layout, kept in node->extra for the plan's life: linear weights
+ * as B panels, ungrouped convolution weights as A panels. The kernel then skips
+ * packing (and f16/bf16 conversion of) the weight. Never fails the plan:
+ * without memory the kernel packs per call as in eager mode. unpack frees it
+ * (plan teardown); both ignore other nodes. */
+int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *node);
+void ft_cpu_unpack(ft_tensor *node);
+int ft_cpu_prepack_count(void); /* test hook: weights packed so far in this process */
+
 /* Declares kernel `name`; a definition FT_CPU_KERNEL_DEF(name) { body } gets a
  * wrapper that sets the team size from ctx before the body runs. */
 #define FT_CPU_KERNEL(name) int ft_cpu_##name(ft_ctx *ctx, ft_tensor *dst)

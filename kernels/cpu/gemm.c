@@ -13,6 +13,8 @@
  * fits the 16 ymm registers of AVX2.
  */
 #include "gemm.h"
+#include "../../engine/ft_checked.h"
+#include "vrow.h"
 
 #include <math.h>
 #include <omp.h>
@@ -203,6 +205,7 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int bufs_alloc(gemm_bufs *bf, int64_t n, int64_t k) {
     int64_t kc = k < KC ? k : KC, nc = round_up(n < NC ? n : NC, NR);
     if (kc < 1) kc = 1;
+    if (n == 0) nc = 1; /* B comes packed: no B buffer */
     bf->pa = malloc((size_t)(MC * kc) * sizeof(float));
     bf->pb = malloc((size_t)(kc * nc) * sizeof(float));
     if (!bf->pa || !bf->pb) {
@@ -225,13 +228,29 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
         for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
-/* One thread's share: the whole blocked loop nest on its own buffers. */
+/* The epilogue on the mr x nr tile of C at global row i0, column j0, right after
+ * the micro-kernel stored its last depth block, while the tile is in L1. */
+static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                    int64_t i0, int64_t j0) {
+    for (int64_t i = 0; i < mr; i++) {
+        if (ep->bias_per_row)
+            ft_cpu_row_bias_act(c + i * ldc, nr, NULL, ep->bias ? ep->bias[i0 + i] : 0.0f, ep->act);
+        else
+            ft_cpu_row_bias_act(c + i * ldc, nr, ep->bias ? ep->bias + j0 : NULL, 0.0f, ep->act);
+    }
+}
+
+/* One thread's share: the whole blocked loop nest on its own buffers. (i0, j0):
+ * where this block sits in the whole C, for the epilogue's bias index. */
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                        float beta, float *c, int64_t ldc, const gemm_bufs *bf) {
+                        float beta, float *c, int64_t ldc, const gemm_bufs *bf,
+                        const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0, const ft_cpu_packed_b *pre,
+                        const ft_cpu_packed_b *prea) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_c(m, n, beta, c, ldc);
+        if (ep) tile_ep(ep, c, ldc, m, n, i0, j0);
         return;
     }
     for (int64_t jc = 0; jc < n; jc += NC) {
@@ -239,16 +258,24 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             float bt = pc == 0 ? beta : 1.0f;
-            pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
+            /* op(B)'s slivers for columns j0 + jc.., packed now or once beforehand */
+            const float *pb = bf->pb;
+            if (pre) pb = pre->data + pc * pre->npad + (j0 + jc) * kc;
+            else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
-                pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
+                /* op(A)'s slivers for rows i0 + ic.., packed now or once beforehand */
+                const float *pa = bf->pa;
+                if (prea) pa = prea->data + pc * prea->npad + (i0 + ic) * kc;
+                else pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int nr = (int)(nc - jr < NR ? nc - jr : NR);
                     for (int64_t ir = 0; ir < mc; ir += kr.mr) {
                         int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
-                        kr.fn(kc, bf->pa + ir * kc, bf->pb + jr * kc,
-                              c + (ic + ir) * ldc + jc + jr, ldc, bt, mr, nr);
+                        float *ct = c + (ic + ir) * ldc + jc + jr;
+                        kr.fn(kc, pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
+                        if (ep && pc + kc == k)
+                            tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
                 }
             }
@@ -296,17 +323,29 @@ static void choose_grid(int nt, int64_t m, int64_t n, int64_t k, int mr, int *tm
 
 int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return ft_cpu_sgemm_ep(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+}
+
+static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                      const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre,
+                      const ft_cpu_packed_b *prea) {
     if (m <= 0 || n <= 0) return 0;
+    if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
     int nt = ft_cpu_gemm_threads();
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
     int tm = 1, tn = 1;
-    if (nt > 1) choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
+    if (nt > 1 && (pre || prea) && (n + NR - 1) / NR >= nt)
+        tn = nt; /* an operand packed once for all: split the columns, each thread packs only its
+                  * slice of B (or the small A) */
+    else if (nt > 1)
+        choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
     if (tm * tn == 1) {
         gemm_bufs bf;
-        if (bufs_alloc(&bf, n, k)) return -1;
-        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf);
+        if (bufs_alloc(&bf, pre ? 0 : n, k)) return -1;
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre, prea);
         bufs_free(&bf);
         return 0;
     }
@@ -321,18 +360,98 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
         int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
         if (mi > 0 && nj > 0) {
             gemm_bufs bf;
-            if (bufs_alloc(&bf, nj, k)) {
+            if (bufs_alloc(&bf, pre ? 0 : nj, k)) {
                 failed = 1;
             } else {
-                const float *ab = ta ? a + i0 : a + i0 * lda;
-                const float *bb = tb ? b + j0 * ldb : b + j0;
+                const float *ab = prea ? NULL : ta ? a + i0 : a + i0 * lda;
+                const float *bb = pre ? NULL : tb ? b + j0 * ldb : b + j0;
                 gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
-                            c + i0 * ldc + j0, ldc, &bf);
+                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0, pre, prea);
                 bufs_free(&bf);
             }
         }
     }
     return failed ? -1 : 0;
+}
+
+int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    const ft_cpu_gemm_ep *ep) {
+    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL, NULL);
+}
+
+#define PACKED_MAGIC 0x4b434150u /* "PACK" */
+
+ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb) {
+    if (k <= 0 || n <= 0) return NULL;
+    int64_t npad = round_up(n, NR), total;
+    size_t bytes;
+    if (!ft_mul_ok(npad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
+    ft_cpu_packed_b *p = calloc(1, sizeof *p);
+    float *d = malloc(bytes);
+    if (!p || !d) {
+        free(p);
+        free(d);
+        return NULL;
+    }
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0};
+    /* depth block pc holds [kc][npad] as NR-column slivers: exactly what pack_b
+     * writes for the whole width, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * ncb > 1 && k * n > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nkb * ncb; t++) {
+        int64_t pc = (t / ncb) * KC, jc = (t % ncb) * NC;
+        int64_t kc = k - pc < KC ? k - pc : KC, nc = n - jc < NC ? n - jc : NC;
+        pack_b(tb, b, ldb, pc, jc, kc, nc, d + pc * npad + jc * kc);
+    }
+    return p;
+}
+
+void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {
+    if (!p || p->magic != PACKED_MAGIC) return;
+    p->magic = 0;
+    free(p->data);
+    free(p);
+}
+
+int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
+                        const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
+                        const ft_cpu_gemm_ep *ep) {
+    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb, NULL);
+}
+
+ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda) {
+    if (k <= 0 || m <= 0) return NULL;
+    int mr = pick_kernel().mr;
+    int64_t mpad = round_up(m, mr), total;
+    size_t bytes;
+    if (!ft_mul_ok(mpad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
+    ft_cpu_packed_b *p = calloc(1, sizeof *p);
+    float *d = malloc(bytes);
+    if (!p || !d) {
+        free(p);
+        free(d);
+        return NULL;
+    }
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, m, mpad, d, NULL, 0};
+    p->mr = mr;
+    /* depth block pc holds [mpad][kc] as mr-row slivers [kc][mr]: what pack_a
+     * writes for all the rows, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, nmb = (m + MC - 1) / MC;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * nmb > 1 && k * m > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nkb * nmb; t++) {
+        int64_t pc = (t / nmb) * KC, ic = (t % nmb) * MC;
+        int64_t kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
+        pack_a(false, a, lda, ic, pc, mc, kc, 1.0f, mr, d + pc * mpad + ic * kc);
+    }
+    return p;
+}
+
+int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
+                          float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep) {
+    /* the micro-kernel the panels were cut for (the CPU does not change) */
+    if (pa->mr != pick_kernel().mr) return -1;
+    return sgemm_impl(false, false, pa->n, n, pa->k, 1.0f, NULL, 0, b, ldb, beta, c, ldc, ep, NULL, pa);
 }
 
 int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -363,7 +482,7 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         for (int64_t i = 0; i < batch; i++)
             if (ok)
                 gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                            ldb, beta, c + i * stride_c, ldc, &bf);
+                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL, NULL);
         if (ok) bufs_free(&bf);
     }
     return failed ? -1 : 0;
@@ -458,11 +577,8 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
 #pragma omp parallel for num_threads(ft_cpu_threads()) if (outer * ch > 16384 && !omp_in_parallel())
         for (int64_t o = 0; o < outer; o++) {
             float *yr = y + o * ch;
-            const float *rr = res ? res + o * ch : NULL;
-            for (int64_t j = 0; j < ch; j++) {
-                float v = yr[j] + (bias ? bias[j] : 0.0f) + (rr ? rr[j] : 0.0f);
-                yr[j] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
-            }
+            if (res) ft_cpu_row_binary(FT_OP_ADD, yr, res + o * ch, ch, 0);
+            ft_cpu_row_bias_act(yr, ch, bias, 0.0f, act);
         }
         return;
     }
@@ -471,11 +587,7 @@ void ft_cpu_epilogue(float *y, int64_t outer, int64_t ch, int64_t inner, const f
 #pragma omp parallel for num_threads(ft_cpu_threads()) if (rows * inner > 16384 && !omp_in_parallel())
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + r * inner;
-        const float *rr = res ? res + r * inner : NULL;
-        float bv = bias ? bias[r % ch] : 0.0f;
-        for (int64_t i = 0; i < inner; i++) {
-            float v = yr[i] + bv + (rr ? rr[i] : 0.0f);
-            yr[i] = act == FT_ACT_NONE ? v : ft_cpu_act(act, v);
-        }
+        if (res) ft_cpu_row_binary(FT_OP_ADD, yr, res + r * inner, inner, 0);
+        ft_cpu_row_bias_act(yr, inner, NULL, bias ? bias[r % ch] : 0.0f, act);
     }
 }

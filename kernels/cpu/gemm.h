@@ -26,6 +26,57 @@ extern "C" {
 int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/*
+ * An epilogue fused into the SGEMM's store: C = act(C + bias) applied to each
+ * micro-tile right after its last depth block is stored (the tile is still in
+ * L1), instead of a separate pass over C. bias (may be NULL) is indexed by
+ * column ([n], linear) or, with bias_per_row, by row ([m], convolutions). A
+ * residual is added through beta = 1 with C holding it beforehand.
+ */
+typedef struct ft_cpu_gemm_ep {
+    const float *bias;
+    bool bias_per_row;
+    int act; /* ft_act */
+} ft_cpu_gemm_ep;
+
+/* ft_cpu_sgemm then the epilogue ep (NULL: none), fused per tile. */
+int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    const ft_cpu_gemm_ep *ep);
+
+/*
+ * op(B) [K, N] packed once in the SGEMM's panel layout (depth blocks of KC rows,
+ * each NR-column slivers [kc][NR], zero-padded to a multiple of NR columns), for
+ * an operand that does not change between calls: a weight, packed at plan time
+ * (ft_cpu_prepack). Every thread of a product reads the same panels.
+ * ft_cpu_pack_b returns NULL when out of memory (callers then pack per call).
+ */
+typedef struct ft_cpu_packed_b {
+    uint32_t magic;
+    int64_t k, n, npad;
+    float *data;
+    const void *src; /* the tensor data it was packed from (a consistency check) */
+    int mr;          /* 0: op(B) panels ([K, N], n = N); else op(A) panels of mr rows
+                      * (A [M, K] row-major, n = M, npad = M rounded up to mr) */
+} ft_cpu_packed_b;
+ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
+void ft_cpu_packed_b_free(ft_cpu_packed_b *p);
+/* ft_cpu_sgemm_ep with op(B) = pb (K and N from it). */
+int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
+                        const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
+                        const ft_cpu_gemm_ep *ep);
+
+/* A [M, K] (row-major, lda) packed once as the SGEMM's A panels (alpha 1): a
+ * convolution weight. NULL when out of memory. */
+ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda);
+/* C [M, N] = A (packed) * B [K, N] (+ beta C), epilogue ep; -1 on OOM. */
+int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
+                          float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep);
+
+/* conv.c: packs an ungrouped convolution node's weight as A panels into
+ * node->extra; true when it did. */
+bool ft_cpu_conv_prepack(ft_ctx *ctx, ft_tensor *node);
+
 /* `batch` independent SGEMMs, item i at a + i*stride_a, b + i*stride_b,
  * c + i*stride_c (a stride of 0 broadcasts an operand). Parallel over the
  * batch when it is large enough, otherwise over each product. 0 or -1 (OOM). */

@@ -7,6 +7,7 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "vrow.h"
 
 #include <math.h>
 #include <omp.h>
@@ -47,6 +48,59 @@ static void out_done(ft_tensor *dst, float *y) {
 /* linear                                                                    */
 /* ------------------------------------------------------------------------- */
 
+/* ---- weights packed at plan time ---- */
+
+static int prepacks_made; /* test hook (ft_cpu_prepack_count) */
+
+int ft_cpu_prepack_count(void) {
+    int n;
+#pragma omp atomic read
+    n = prepacks_made;
+    return n;
+}
+
+/* The packed weight a plan left in a linear node, if it still matches it. */
+static const ft_cpu_packed_b *node_packed(const ft_tensor *dst) {
+    const ft_cpu_packed_b *p = (const ft_cpu_packed_b *)dst->extra;
+    const ft_tensor *w = dst->src[1];
+    if (!p || dst->op != FT_OP_LINEAR || dst->device != FT_DEVICE_CPU) return NULL;
+    return p->src == w->data && p->mr == 0 && p->n == w->ne[0] && p->k == w->ne[1] ? p : NULL;
+}
+
+int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
+    const ft_tensor *w = n->src[1];
+    if (n->device != FT_DEVICE_CPU || n->extra || !w || !w->data || !(w->flags & FT_TF_WEIGHT) ||
+        !ft_dtype_is_float(w->dtype))
+        return FT_OK;
+    if (n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D) {
+        if (ft_cpu_conv_prepack(ctx, n)) {
+#pragma omp atomic
+            prepacks_made++;
+        }
+        return FT_OK;
+    }
+    if (n->op != FT_OP_LINEAR || w->ndim != 2) return FT_OK;
+    ft_cpu_set_threads(ctx->cpu_threads);
+    ft_cpu_f32 fw = {0};
+    if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return FT_OK; /* packs per call instead */
+    /* W [N, K] is op(B) = W^T */
+    ft_cpu_packed_b *p = ft_cpu_pack_b(true, w->ne[1], w->ne[0], fw.p, w->ne[1]);
+    ft_cpu_f32_release(&fw);
+    if (!p) return FT_OK;
+    p->src = w->data;
+    n->extra = p;
+#pragma omp atomic
+    prepacks_made++;
+    return FT_OK;
+}
+
+void ft_cpu_unpack(ft_tensor *n) {
+    if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
+    if (n->op != FT_OP_LINEAR && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D) return;
+    ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
+    n->extra = NULL;
+}
+
 FT_CPU_KERNEL_DEF(linear) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2], *res = dst->src[3];
     int act = FT_PARAMS(dst, ft_params_linear)->act;
@@ -66,8 +120,9 @@ FT_CPU_KERNEL_DEF(linear) {
     /* an f32 residual is accumulated by the GEMM itself (beta = 1), which also
      * keeps a residual that shares the output's storage correct */
     bool res_in_c = res && y == dst->data && res->dtype == FT_DTYPE_F32 && ft_tensor_contiguous(res);
+    const ft_cpu_packed_b *pk = k > 0 && n > 0 ? node_packed(dst) : NULL;
     int st = FT_OK;
-    if (!y || ft_cpu_f32_get(x, x_rows, &fx) || ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) ||
+    if (!y || ft_cpu_f32_get(x, x_rows, &fx) || (!pk && ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) ||
         (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
         (res && !res_in_c && ft_cpu_f32_get(res, ft_tensor_contiguous(res), &fr))) {
         st = oom(ctx, "linear");
@@ -76,13 +131,19 @@ FT_CPU_KERNEL_DEF(linear) {
     if (fx.owned) rs = k; /* the staged copy is contiguous */
     if (res_in_c && res->data != (void *)y)
         memmove(y, res->data, (size_t)(rows * n) * sizeof(float));
-    /* y [rows, N] = alpha x [rows, K] * W^T (+ y holding the residual), W [N, K] */
-    if (ft_cpu_sgemm(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k, res_in_c ? 1.0f : 0.0f, y,
-                     n)) {
+    /* y [rows, N] = alpha x [rows, K] * W^T (+ y holding the residual), W [N, K];
+     * bias and activation fused into the GEMM's tile stores unless a residual that
+     * is not in y must come before the activation */
+    ft_cpu_gemm_ep ep = {fb.p, false, act};
+    int gst = pk ? ft_cpu_sgemm_packed(false, rows, alpha, fx.p, rs, pk, res_in_c ? 1.0f : 0.0f, y, n,
+                                       fr.p ? NULL : &ep)
+                 : ft_cpu_sgemm_ep(false, true, rows, n, k, alpha, fx.p, rs, fw.p, k,
+                                   res_in_c ? 1.0f : 0.0f, y, n, fr.p ? NULL : &ep);
+    if (gst) {
         st = oom(ctx, "linear");
         goto done;
     }
-    ft_cpu_epilogue(y, rows, n, 1, fb.p, fr.p, act);
+    if (fr.p) ft_cpu_epilogue(y, rows, n, 1, fb.p, fr.p, act);
 done:
     ft_cpu_f32_release(&fx);
     ft_cpu_f32_release(&fw);
@@ -170,26 +231,23 @@ typedef struct attn_args {
     float scale;
 } attn_args;
 
-/* max-subtracted softmax of one score row, mask added first */
+/* max-subtracted softmax of one score row, mask added first; every key masked
+ * gives NaN, as the softmax op and PyTorch give (HF WavLM's all-padding rows), so
+ * graph mode's fused attention agrees with eager */
 static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < sk; j++) {
-        if (m) s[j] += m[j * mstride];
-        if (s[j] > mx) mx = s[j];
+    if (m) {
+        if (mstride == 1) {
+            ft_cpu_row_binary(FT_OP_ADD, s, m, sk, 0);
+        } else {
+            float mb[FT_CPU_CHUNK];
+            for (int64_t j0 = 0; j0 < sk; j0 += FT_CPU_CHUNK) {
+                int64_t len = sk - j0 < FT_CPU_CHUNK ? sk - j0 : FT_CPU_CHUNK;
+                ft_cpu_row_load(m, FT_DTYPE_F32, j0 * mstride, mstride, len, mb);
+                ft_cpu_row_binary(FT_OP_ADD, s + j0, mb, len, 0);
+            }
+        }
     }
-    if (mx == -INFINITY) {
-        /* every key masked: NaN, as the softmax op and PyTorch give (HF WavLM's
-         * all-padding rows), so graph mode's fused attention agrees with eager */
-        for (int64_t j = 0; j < sk; j++) s[j] = NAN;
-        return;
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < sk; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
-    float inv = 1.0f / sum;
-    for (int64_t j = 0; j < sk; j++) s[j] *= inv;
+    ft_cpu_row_softmax(s, sk);
 }
 
 /* rows [i0, i0+ni) of head (b, hh); s is scratch [ni, Sk]. 0 or -1 (OOM). */

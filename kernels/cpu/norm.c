@@ -3,14 +3,19 @@
  * last dim, masked scaled softmax, LayerNorm (with an optional fused residual),
  * GroupNorm and inference BatchNorm.
  *
- * Statistics are taken in double with two passes (mean, then the centred sum of
- * squares): LayerNorm eps can be 1e-12 and WavLM's GroupNorm input carries a
- * large DC offset, where a one-pass E[x^2] - E[x]^2 in f32 cancels badly.
+ * Each row (a LayerNorm row, a GroupNorm group, a softmax row) is converted to
+ * f32 once into a per-thread buffer that stays in cache, and every pass over it
+ * is a vectorised row map (vrow.c). Statistics are taken in double with two
+ * passes over that buffer (mean, then the centred sum of squares): LayerNorm
+ * eps can be 1e-12 and WavLM's GroupNorm input carries a large DC offset,
+ * where a one-pass E[x^2] - E[x]^2 in f32 cancels badly.
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
+#include "vrow.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 FT_CPU_KERNEL_DEF(sum_last) {
     const ft_tensor *x = dst->src[0];
@@ -30,6 +35,16 @@ FT_CPU_KERNEL_DEF(sum_last) {
     return FT_OK;
 }
 
+/* Per-thread f32 row scratch of n floats: on the stack up to 4096, else malloc'd
+ * (NULL when that fails). */
+#define ROWBUF_STACK 4096
+static float *rowbuf(float *stack, int64_t n) {
+    return n <= ROWBUF_STACK ? stack : malloc((size_t)n * sizeof(float));
+}
+static void rowbuf_free(float *stack, float *b) {
+    if (b != stack) free(b);
+}
+
 FT_CPU_KERNEL_DEF(softmax) {
     const ft_tensor *x = dst->src[0], *m = dst->src[1];
     const float scale = FT_PARAMS(dst, ft_params_softmax)->scale;
@@ -42,29 +57,48 @@ FT_CPU_KERNEL_DEF(softmax) {
     if (m) ft_cpu_bcast_strides(m, nd, mnb);
     const int64_t rows = ft_cpu_rows(nd, x->ne), cols = ft_cpu_cols(nd, x->ne);
     const int64_t xin = nd > 0 ? x->nb[nd - 1] : 1, min = nd > 0 ? mnb[nd - 1] : 0;
-    const float *md = m ? (const float *)m->data : NULL;
+    if (rows == 0 || cols == 0) return FT_OK;
+    int failed = 0;
 
-#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * cols >= FT_CPU_PAR_MIN / 4 && rows > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r);
-        int64_t mo = m ? ft_cpu_row_offset(nd, x->ne, mnb, r) : 0;
-        /* logits in f32, as x * scale + mask is computed there before softmax */
-#define LOGIT(j) (ft_cpu_load(x->data, x->dtype, xo + (j) * xin) * scale + (md ? md[mo + (j) * min] : 0.0f))
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < cols; j++) {
-            float v = LOGIT(j);
-            if (v > mx || v != v) mx = v; /* a NaN propagates, as in PyTorch */
+#pragma omp parallel num_threads(ft_cpu_threads()) if (rows * cols >= FT_CPU_PAR_MIN / 4 && rows > 1) reduction(| : failed)
+    {
+        float stack[2 * ROWBUF_STACK];
+        float *s = rowbuf(stack, 2 * cols), *mb = s ? s + cols : NULL;
+        if (!s) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!s) continue;
+            /* logits in f32, as x * scale + mask is computed there before softmax */
+            ft_cpu_row_load(x->data, x->dtype, ft_cpu_row_offset(nd, x->ne, x->nb, r), xin, cols, s);
+            if (scale != 1.0f) ft_cpu_row_scale(s, cols, scale, 0.0f);
+            if (m) {
+                ft_cpu_row_load(m->data, FT_DTYPE_F32, ft_cpu_row_offset(nd, x->ne, mnb, r), min, cols, mb);
+                ft_cpu_row_binary(FT_OP_ADD, s, mb, cols, 0);
+            }
+            ft_cpu_row_softmax(s, cols);
+            ft_cpu_row_store(dst->data, dst->dtype, r * cols, cols, s);
         }
-        /* exp(v - mx): v = -inf gives 0; mx = -inf (all -inf) gives NaN, as PyTorch does */
-        double sum = 0.0;
-        for (int64_t j = 0; j < cols; j++) sum += exp((double)(LOGIT(j) - mx));
-        double inv = 1.0 / sum;
-        for (int64_t j = 0; j < cols; j++)
-            ft_cpu_store(dst->data, dst->dtype, r * cols + j,
-                         (float)(exp((double)(LOGIT(j) - mx)) * inv));
-#undef LOGIT
+        if (s) rowbuf_free(stack, s);
     }
+    if (failed) return ft_set_error(ctx, FT_ERR_OOM, "softmax: out of host memory for a row of %lld", (long long)cols);
     return FT_OK;
+}
+
+/* An optional [d] f32 parameter row: in place when f32 with unit stride, else a
+ * converted copy in *owned (freed by the caller). -1 when out of memory. */
+static int param_row(const ft_tensor *t, int64_t d, const float **out, float **owned) {
+    *out = NULL;
+    *owned = NULL;
+    if (!t) return 0;
+    if (t->dtype == FT_DTYPE_F32 && (t->nb[0] == 1 || d == 1)) {
+        *out = (const float *)t->data;
+        return 0;
+    }
+    *owned = malloc((size_t)d * sizeof(float));
+    if (!*owned) return -1;
+    ft_cpu_row_load(t->data, t->dtype, 0, t->nb[0], d, *owned);
+    *out = *owned;
+    return 0;
 }
 
 FT_CPU_KERNEL_DEF(layernorm) {
@@ -78,32 +112,34 @@ FT_CPU_KERNEL_DEF(layernorm) {
     const int64_t rin = res && nd > 0 ? res->nb[nd - 1] : 1;
     const ft_dtype dt = x->dtype;
     if (rows == 0 || d == 0) return FT_OK;
+    const float *gp, *bp;
+    float *go = NULL, *bo = NULL;
+    int failed = param_row(g, d, &gp, &go) || param_row(b, d, &bp, &bo);
 
-#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (rows * d >= FT_CPU_PAR_MIN / 4 && rows > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t xo = ft_cpu_row_offset(nd, x->ne, x->nb, r);
-        int64_t ro = res ? ft_cpu_row_offset(nd, res->ne, res->nb, r) : 0;
-        /* h = x + residual, rounded to the storage dtype as the unfused add would */
-#define H(j) (res ? ft_cpu_round(dt, ft_cpu_load(x->data, dt, xo + (j) * xin) + \
-                                         ft_cpu_load(res->data, res->dtype, ro + (j) * rin)) \
-                  : ft_cpu_load(x->data, dt, xo + (j) * xin))
-        double s = 0.0;
-        for (int64_t j = 0; j < d; j++) s += H(j);
-        const double mean = s / (double)d;
-        double ss = 0.0;
-        for (int64_t j = 0; j < d; j++) {
-            double c = H(j) - mean;
-            ss += c * c;
+#pragma omp parallel num_threads(ft_cpu_threads()) if (!failed && rows * d >= FT_CPU_PAR_MIN / 4 && rows > 1) reduction(| : failed)
+    {
+        float stack[2 * ROWBUF_STACK];
+        float *h = failed ? NULL : rowbuf(stack, 2 * d), *rb = h ? h + d : NULL;
+        if (!h) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!h) continue;
+            ft_cpu_row_load(x->data, dt, ft_cpu_row_offset(nd, x->ne, x->nb, r), xin, d, h);
+            if (res) {
+                /* h = x + residual, rounded to the storage dtype as the unfused add would */
+                ft_cpu_row_load(res->data, res->dtype, ft_cpu_row_offset(nd, res->ne, res->nb, r), rin, d, rb);
+                ft_cpu_row_binary(FT_OP_ADD, h, rb, d, 0);
+                if (dt != FT_DTYPE_F32)
+                    for (int64_t j = 0; j < d; j++) h[j] = ft_cpu_round(dt, h[j]);
+            }
+            ft_cpu_row_norm(h, d, eps, gp, bp);
+            ft_cpu_row_store(dst->data, dst->dtype, r * d, d, h);
         }
-        const double rstd = 1.0 / sqrt(ss / (double)d + eps);
-        for (int64_t j = 0; j < d; j++) {
-            double y = (H(j) - mean) * rstd;
-            if (g) y *= ft_cpu_load(g->data, g->dtype, j * g->nb[0]);
-            if (b) y += ft_cpu_load(b->data, b->dtype, j * b->nb[0]);
-            ft_cpu_store(dst->data, dst->dtype, r * d + j, (float)y);
-        }
-#undef H
+        if (h) rowbuf_free(stack, h);
     }
+    free(go);
+    free(bo);
+    if (failed) return ft_set_error(ctx, FT_ERR_OOM, "layernorm: out of host memory for a row of %lld", (long long)d);
     return FT_OK;
 }
 
@@ -127,27 +163,26 @@ FT_CPU_KERNEL_DEF(groupnorm) {
     const int64_t sp = n / (nb_ * c), cpg = c / groups, per = cpg * sp; /* x [B, C, sp] */
     const double eps = p->eps;
     const ft_dtype dt = x->dtype;
+    int failed = 0;
 
-#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && nb_ * groups > 1)
-    for (int64_t bg = 0; bg < nb_ * groups; bg++) {
-        const int64_t base = bg * per, c0 = (bg % groups) * cpg; /* group bg: [cpg, sp] */
-        double s = 0.0;
-        for (int64_t i = 0; i < per; i++) s += ft_cpu_load(x->data, dt, base + i);
-        const double mean = s / (double)per;
-        double ss = 0.0;
-        for (int64_t i = 0; i < per; i++) {
-            double v = ft_cpu_load(x->data, dt, base + i) - mean;
-            ss += v * v;
+#pragma omp parallel num_threads(ft_cpu_threads()) if (n >= FT_CPU_PAR_MIN / 4 && nb_ * groups > 1) reduction(| : failed)
+    {
+        float stack[ROWBUF_STACK];
+        float *h = rowbuf(stack, per);
+        if (!h) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t bg = 0; bg < nb_ * groups; bg++) {
+            if (!h) continue;
+            const int64_t base = bg * per, c0 = (bg % groups) * cpg; /* group bg: [cpg, sp] */
+            ft_cpu_row_load(x->data, dt, base, 1, per, h);
+            ft_cpu_row_norm(h, per, eps, NULL, NULL);
+            for (int64_t ci = 0; ci < cpg; ci++)
+                ft_cpu_row_scale(h + ci * sp, sp, (float)chan(g, c0 + ci, 1.0), (float)chan(b, c0 + ci, 0.0));
+            ft_cpu_row_store(dst->data, dt, base, per, h);
         }
-        const double rstd = 1.0 / sqrt(ss / (double)per + eps);
-        for (int64_t ci = 0; ci < cpg; ci++) {
-            const double ga = chan(g, c0 + ci, 1.0) * rstd, be = chan(b, c0 + ci, 0.0);
-            const int64_t o = base + ci * sp;
-            for (int64_t i = 0; i < sp; i++)
-                ft_cpu_store(dst->data, dt, o + i,
-                             (float)((ft_cpu_load(x->data, dt, o + i) - mean) * ga + be));
-        }
+        if (h) rowbuf_free(stack, h);
     }
+    if (failed) return ft_set_error(ctx, FT_ERR_OOM, "groupnorm: out of host memory for a group of %lld", (long long)per);
     return FT_OK;
 }
 
@@ -163,16 +198,21 @@ FT_CPU_KERNEL_DEF(batchnorm) {
     const int64_t n = ft_numel(x), c = x->ne[1];
     if (n == 0) return FT_OK;
     const int64_t bc = x->ne[0] * c, sp = n / bc; /* x [B, C, sp] */
+    const int64_t nchunk = (sp + FT_CPU_CHUNK - 1) / FT_CPU_CHUNK, tasks = bc * nchunk;
     const ft_dtype dt = x->dtype;
 
-#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN && bc > 1)
-    for (int64_t i = 0; i < bc; i++) {
-        const int64_t ch = i % c;
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN && tasks > 1)
+    for (int64_t t = 0; t < tasks; t++) {
+        float h[FT_CPU_CHUNK];
+        const int64_t i = t / nchunk, k0 = (t % nchunk) * FT_CPU_CHUNK, ch = i % c;
+        const int64_t len = sp - k0 < FT_CPU_CHUNK ? sp - k0 : FT_CPU_CHUNK;
         const double mu = chan(mean, ch, 0.0);
         const double ga = chan(g, ch, 1.0) / sqrt(chan(var, ch, 1.0) + eps), be = chan(b, ch, 0.0);
-        for (int64_t k = 0; k < sp; k++)
-            ft_cpu_store(dst->data, dt, i * sp + k,
-                         (float)((ft_cpu_load(x->data, dt, i * sp + k) - mu) * ga + be));
+        /* (x - mu) * ga + be, the subtraction first as the reference formula */
+        ft_cpu_row_load(x->data, dt, i * sp + k0, 1, len, h);
+        ft_cpu_row_scale(h, len, 1.0f, (float)-mu);
+        ft_cpu_row_scale(h, len, (float)ga, (float)be);
+        ft_cpu_row_store(dst->data, dt, i * sp + k0, len, h);
     }
     return FT_OK;
 }
