@@ -645,6 +645,9 @@ static void test_conv_bias_column_layout(void) {
         CHECK(!memcmp(r, g, sizeof r), "conv2d with the padded bias column differs from conv2d");
     else
         CHECK(0, "conv2d outputs: %s", ft_ctx_errmsg(ctx));
+    end_test();
+}
+
 /* The vectorised paths' edges, in every float dtype: dims the elementwise engine
  * merges (partly and fully), rows longer than its 1024-element chunks with a
  * tail, the -6..6 activation range on a strided view, a softmax/LayerNorm row
