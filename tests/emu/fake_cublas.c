@@ -6,10 +6,9 @@
  * so that a misuse shows here as on a GPU, or louder (refusals other than
  * NOT_SUPPORTED say why on stderr).
  *
- * Column-major. A GEMM is validated at the call, then submitted as ONE work
- * item (ft_emu_submit) holding a snapshot of all it needs (dims, types,
- * pointers, alpha/beta, the epilogue and bias pointer as the descriptor held
- * them), so a stream capture records what a real graph would. f32 accumulation
+ * Column-major. A GEMM is validated at the call, then submitted as ONE work item
+ * (ft_emu_submit) holding a snapshot of all it needs (dims, types, pointers,
+ * alpha/beta, epilogue, bias), so a stream capture records what a graph would. f32 accumulation
  * in k order; TF32 inputs where the library may use them; results rounded to
  * nearest even. Not emulated (NOT_SUPPORTED): device pointer modes, AUX and
  * gradient epilogues, fp8 scaling, other orders, planar complex, pointer arrays.
@@ -719,17 +718,15 @@ static ft_emu_lt_call lt_last;
 
 static void lt_record(const lt_desc *d, const lt_layout *const ls[4], const void *const ptrs[4]) {
     pthread_mutex_lock(&lt_last_mu);
-    ft_emu_lt_call c = lt_last;
-    c.n++;
-    c.epilogue = d->epilogue;
+    ft_emu_lt_call *c = &lt_last;
+    c->n++;
+    c->epilogue = d->epilogue;
     for (int i = 0; i < 4; i++) {
-        c.type[i] = (int)ls[i]->type, c.ld[i] = ls[i]->ld, c.stride[i] = ls[i]->stride, c.ptr[i] = ptrs[i];
+        c->type[i] = (int)ls[i]->type, c->ld[i] = ls[i]->ld, c->stride[i] = ls[i]->stride, c->ptr[i] = ptrs[i];
         int64_t es = (int64_t)type_size((int)ls[i]->type);
-        if (es == 2 && ((ls[i]->ld * es) % 16 || (ls[i]->batch > 1 && (ls[i]->stride * es) % 16) ||
-                        (ptrs[i] && ptr_align(ptrs[i]) < 16)))
-            c.unaligned16[i]++;
+        c->unaligned16[i] += es == 2 && ((ls[i]->ld * es) % 16 || (ls[i]->batch > 1 && (ls[i]->stride * es) % 16) ||
+                                         (ptrs[i] && ptr_align(ptrs[i]) < 16));
     }
-    lt_last = c;
     pthread_mutex_unlock(&lt_last_mu);
 }
 
@@ -796,9 +793,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     if (workspaceSizeInBytes &&
         ((uintptr_t)workspace % 256 || !ft_emu_is_device_ptr(workspace, workspaceSizeInBytes)))
         return fail(INVALID, fn, "workspace %p: not 256-aligned device memory", workspace);
-    const lt_layout *ls[4] = {(const lt_layout *)Adesc, (const lt_layout *)Bdesc, lc, ld};
-    const void *lp[4] = {A, B, C, D};
-    st = gemm_submit(&g, stream, fn);
-    if (st == CUBLAS_STATUS_SUCCESS) lt_record(d, ls, lp);
+    if ((st = gemm_submit(&g, stream, fn)) == CUBLAS_STATUS_SUCCESS)
+        lt_record(d, (const lt_layout *[4]){(const lt_layout *)Adesc, (const lt_layout *)Bdesc, lc, ld},
+                  (const void *[4]){A, B, C, D});
     return st;
 }
