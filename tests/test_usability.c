@@ -119,9 +119,10 @@ static void test_flag_equals_value(void) {
 
 /* Options a command does not take are refused, not silently ignored. */
 static void test_refused_options(void) {
-    char m[512], in[600];
+    char m[512], in[600], out[600];
     golden(m, sizeof m, "bert");
     snprintf(in, sizeof in, "%s/inputs.safetensors", m);
+    snprintf(out, sizeof out, "%s/refused.safetensors", tmpdir); /* never written: the run is refused */
     struct {
         const char *const *args;
         const char *needle;
@@ -132,7 +133,7 @@ static void test_refused_options(void) {
         {ARGS("info", m, "--mode", "graph"), "does not apply to 'info'"},
         {ARGS("version", "extra"), "unexpected argument 'extra'"},
         {ARGS("version", "--iters", "3"), "does not apply to 'version'"},
-        {ARGS("run", m, "--inputs", in, "--out", "x.safetensors", "--iters", "3"), "does not apply to 'run'"},
+        {ARGS("run", m, "--inputs", in, "--out", out, "--iters", "3"), "does not apply to 'run'"},
         {ARGS("bench", m, "--inputs", in), "does not apply to 'bench'"},
         {ARGS("sweep", m, "--mode", "graph"), "does not apply to 'sweep'"},
         {ARGS("bench", m, m), "unexpected argument"},
@@ -141,6 +142,7 @@ static void test_refused_options(void) {
         result *r = run_tool(cases[i].args);
         CHECK(r->code == 2 && strstr(r->err, cases[i].needle), "case %zu: exit %d, stderr %s", i, r->code, r->err);
     }
+    CHECK(access(out, F_OK) != 0, "a refused run wrote %s", out);
 }
 
 static void test_did_you_mean(void) {
