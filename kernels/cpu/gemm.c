@@ -382,9 +382,10 @@ int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
 
 #define PACKED_MAGIC 0x4b434150u /* "PACK" */
 
-ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb) {
-    if (k <= 0 || n <= 0) return NULL;
-    int64_t npad = round_up(n, NR), total;
+/* A packed operand of k x n (n padded to npad) with its data allocated, or NULL
+ * (sizes past the checked range, out of memory). */
+static ft_cpu_packed_b *packed_new(int64_t k, int64_t n, int64_t npad) {
+    int64_t total;
     size_t bytes;
     if (!ft_mul_ok(npad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
     ft_cpu_packed_b *p = calloc(1, sizeof *p);
@@ -395,6 +396,15 @@ ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, in
         return NULL;
     }
     *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0};
+    return p;
+}
+
+ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb) {
+    if (k <= 0 || n <= 0) return NULL;
+    int64_t npad = round_up(n, NR);
+    ft_cpu_packed_b *p = packed_new(k, n, npad);
+    if (!p) return NULL;
+    float *d = p->data;
     /* depth block pc holds [kc][npad] as NR-column slivers: exactly what pack_b
      * writes for the whole width, so the blocked loop reads it in place */
     int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC;
@@ -423,17 +433,10 @@ int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t
 ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda) {
     if (k <= 0 || m <= 0) return NULL;
     int mr = pick_kernel().mr;
-    int64_t mpad = round_up(m, mr), total;
-    size_t bytes;
-    if (!ft_mul_ok(mpad, k, &total) || !ft_bytes_ok(total, sizeof(float), &bytes)) return NULL;
-    ft_cpu_packed_b *p = calloc(1, sizeof *p);
-    float *d = malloc(bytes);
-    if (!p || !d) {
-        free(p);
-        free(d);
-        return NULL;
-    }
-    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, m, mpad, d, NULL, 0};
+    int64_t mpad = round_up(m, mr);
+    ft_cpu_packed_b *p = packed_new(k, m, mpad);
+    if (!p) return NULL;
+    float *d = p->data;
     p->mr = mr;
     /* depth block pc holds [mpad][kc] as mr-row slivers [kc][mr]: what pack_a
      * writes for all the rows, so the blocked loop reads it in place */
