@@ -2,23 +2,34 @@
 """cpu_vs_torch.py - ftengine's CPU backend side by side with PyTorch eager on
 the same machine, in the same run (issue 18).
 
-The models are written out in plain torch with the Hugging Face math (BERT,
-DistilBERT, ResNet bottleneck nets; random init at the real sizes, eval mode,
-no autograd), so neither transformers nor a checkpoint is needed. Each round
-runs, for every model, `ftengine bench MODEL --device cpu --mode graph|static
---threads N` (its median forward latency) and then the torch model for the same
-number of forwards (median wall time of one forward, in a fresh python whose
-OpenMP and BLAS thread counts are set before torch loads: OpenBLAS's pthread
-build sizes its own pool at load time); rounds alternate so both see the same
-machine load. The table keeps the median over rounds of each
-side's median, ftengine's best of graph/static, and the ratio
-ftengine / torch (below 1: ftengine is faster).
+The models are ftengine's presets written out in plain torch with the Hugging
+Face math (bench/torch_models.py: BERT, DistilBERT, MobileBERT, Funnel with and
+without its decoder, ResNet, WavLM; random init at the presets' sizes, eval
+mode, no autograd), so neither transformers nor a checkpoint is needed. That
+they are HF's math is checked, not assumed: bench/hf_golden.py loads each
+golden case's HF weights into them and compares with HF's own outputs
+(tests/golden/, the C golden tests' tolerance); bench/test_cpu_vs_torch.py runs
+it, and shows a dropped or changed operation fails it. Each torch model gets
+what `ftengine bench` feeds its own: input_ids only (HF's forward fills the
+mask and token types), pixel_values of --image side, or --samples of audio.
+
+Each round runs, for every model, `ftengine bench MODEL --device cpu --mode
+graph|static --threads N` (its median forward latency) and then the torch
+model for the same number of forwards (median wall time of one forward, in a
+fresh python whose OpenMP and BLAS thread counts are set before torch loads:
+OpenBLAS's pthread build sizes its own pool at load time); rounds alternate so
+both see the same machine load. The table keeps the median over rounds of each
+side's median, ftengine's best of the modes, and the ratio ftengine / torch
+(below 1: ftengine is faster). WavLM's positional-conv weight norm is folded
+once on the torch side (as remove_weight_norm would; HF recomputes it per
+forward), so torch is not charged for it.
 
 Optional tooling: needs torch (Debian's python3-torch is enough); without it
 the script says so and exits 0. The C build and tests never run it.
 
-    python3 bench/cpu_vs_torch.py --models bert-base,distilbert-base,resnet-50 \
-        --threads 1,2 --batch 1 --rounds 5 --iters 10 [--md table.md] [--json out.json]
+    python3 bench/cpu_vs_torch.py --models bert-base,distilbert-base,mobilebert-uncased,funnel-small,\
+        funnel-small-base,resnet-50,wavlm-base --threads 1,2 --batch 1,8 --rounds 5 --iters 10 \
+        [--modes graph,static] [--md table.md] [--json out.json]
 """
 import argparse
 import json
@@ -29,24 +40,11 @@ import subprocess
 import sys
 import time
 
-try:
-    import torch
-    import torch.nn.functional as F
-except Exception as e:  # optional tooling
-    torch = None
-    TORCH_ERROR = f"{e.__class__.__name__}: {e}"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_models as tm  # noqa: E402
 
-# name -> (kind, config); the sizes of the HF configs of the ftengine presets
-MODELS = {
-    "bert-tiny": ("bert", dict(layers=2, hidden=128, heads=2, inter=512)),
-    "bert-mini": ("bert", dict(layers=4, hidden=256, heads=4, inter=1024)),
-    "bert-base": ("bert", dict(layers=12, hidden=768, heads=12, inter=3072)),
-    "bert-large": ("bert", dict(layers=24, hidden=1024, heads=16, inter=4096)),
-    "distilbert-base": ("distilbert", dict(layers=6, hidden=768, heads=12, inter=3072)),
-    "resnet-50": ("resnet", dict(depths=(3, 4, 6, 3), widths=(256, 512, 1024, 2048))),
-    "resnet-101": ("resnet", dict(depths=(3, 4, 23, 3), widths=(256, 512, 1024, 2048))),
-}
-VOCAB, MAXPOS = 30522, 512
+torch, TORCH_ERROR = tm.torch, tm.TORCH_ERROR
+MODELS = tm.PRESETS  # name -> (model_type, preset keys)
 LATENCY_RE = re.compile(r"latency ms: median ([0-9.]+)")
 
 
@@ -68,120 +66,24 @@ TABLE_HEAD = ("| model | batch | threads | ftengine best of graph/static, ms | P
 # --------------------------------------------------------------------------- torch models
 
 
-def _w(*shape, scale=0.02):
-    return torch.randn(*shape) * scale
-
-
-class Bert:
-    """BertModel / DistilBertModel forward (HF eager math): embeddings + LayerNorm,
-    per layer q/k/v projections, scaled masked softmax attention, output projection +
-    residual + LayerNorm, erf-GELU FFN + residual + LayerNorm; BERT's tanh pooler."""
-
-    def __init__(self, kind, layers, hidden, heads, inter):
-        self.kind, self.h, self.nh = kind, hidden, heads
-        self.word = _w(VOCAB, hidden)
-        self.pos = _w(MAXPOS, hidden)
-        self.type = _w(2, hidden) if kind == "bert" else None
-        self.ln_e = (torch.ones(hidden), torch.zeros(hidden))
-        self.layers = []
-        for _ in range(layers):
-            self.layers.append(dict(
-                q=(_w(hidden, hidden), torch.zeros(hidden)), k=(_w(hidden, hidden), torch.zeros(hidden)),
-                v=(_w(hidden, hidden), torch.zeros(hidden)), o=(_w(hidden, hidden), torch.zeros(hidden)),
-                ln1=(torch.ones(hidden), torch.zeros(hidden)),
-                i=(_w(inter, hidden), torch.zeros(inter)), out=(_w(hidden, inter), torch.zeros(hidden)),
-                ln2=(torch.ones(hidden), torch.zeros(hidden))))
-        self.pool = (_w(hidden, hidden), torch.zeros(hidden)) if kind == "bert" else None
-
-    def inputs(self, batch, seq):
-        g = torch.Generator().manual_seed(0)
-        return (torch.randint(0, VOCAB, (batch, seq), generator=g), torch.ones(batch, seq))
-
-    def __call__(self, ids, mask):
-        b, s = ids.shape
-        h, nh, d = self.h, self.nh, self.h // self.nh
-        x = self.word[ids] + self.pos[:s]
-        if self.type is not None:
-            x = x + self.type[torch.zeros_like(ids)]
-        eps = 1e-12
-        x = F.layer_norm(x, (h,), *self.ln_e, eps)
-        ext = (1.0 - mask[:, None, None, :]) * torch.finfo(torch.float32).min
-        for L in self.layers:
-            q = F.linear(x, *L["q"]).view(b, s, nh, d).transpose(1, 2)
-            k = F.linear(x, *L["k"]).view(b, s, nh, d).transpose(1, 2)
-            v = F.linear(x, *L["v"]).view(b, s, nh, d).transpose(1, 2)
-            if self.kind == "distilbert":  # DistilBERT scales q first
-                q = q / d ** 0.5
-                sc = torch.matmul(q, k.transpose(-1, -2))
-            else:
-                sc = torch.matmul(q, k.transpose(-1, -2)) / d ** 0.5
-            p = torch.softmax(sc + ext, dim=-1)
-            c = torch.matmul(p, v).transpose(1, 2).reshape(b, s, h)
-            x = F.layer_norm(F.linear(c, *L["o"]) + x, (h,), *L["ln1"], eps)
-            f = F.linear(F.gelu(F.linear(x, *L["i"])), *L["out"])
-            x = F.layer_norm(f + x, (h,), *L["ln2"], eps)
-        if self.pool is not None:
-            return x, torch.tanh(F.linear(x[:, 0], *self.pool))
-        return x
-
-
-class ResNet:
-    """ResNetModel forward (HF math, eval): 7x7/2 stem + BN + ReLU + 3x3/2 max pool,
-    bottleneck stages (1x1 reduce, 3x3 with the stage's stride, 1x1 expand, each
-    conv + BN, ReLU after the residual add, a 1x1 + BN shortcut where the shape
-    changes), global average pool."""
-
-    def __init__(self, kind, depths, widths):
-        def conv(cin, cout, k, stride):
-            w = torch.randn(cout, cin, k, k) * (2.0 / (cin * k * k)) ** 0.5
-            bn = (torch.rand(cout) * 0.1, torch.rand(cout) + 0.5, torch.rand(cout) + 0.5, torch.rand(cout) * 0.1)
-            return (w, bn, stride, k // 2)
-
-        self.stem = conv(3, 64, 7, 2)
-        self.blocks = []
-        cin = 64
-        for si, (n, cout) in enumerate(zip(depths, widths)):
-            red = cout // 4
-            for i in range(n):
-                stride = 2 if si > 0 and i == 0 else 1
-                short = conv(cin, cout, 1, stride) if (cin != cout or stride != 1) else None
-                self.blocks.append((conv(cin, red, 1, 1), conv(red, red, 3, stride), conv(red, cout, 1, 1), short))
-                cin = cout
-
-    @staticmethod
-    def _cbn(x, c, relu=True):
-        w, (mean, var, g, b), stride, pad = c
-        y = F.batch_norm(F.conv2d(x, w, None, stride, pad), mean, var, g, b, False, 0.0, 1e-5)
-        return F.relu(y) if relu else y
-
-    def inputs(self, batch, size):
-        g = torch.Generator().manual_seed(0)
-        return (torch.rand(batch, 3, size, size, generator=g),)
-
-    def __call__(self, x):
-        x = self._cbn(x, self.stem)
-        x = F.max_pool2d(x, 3, 2, 1)
-        for c1, c2, c3, short in self.blocks:
-            r = x if short is None else self._cbn(x, short, relu=False)
-            y = self._cbn(self._cbn(self._cbn(x, c1), c2), c3, relu=False)
-            x = F.relu(y + r)
-        return F.adaptive_avg_pool2d(x, 1)
+def kind(name):
+    """text, vision or speech: what --seq means for ftengine bench (tokens, image side, samples)."""
+    return {"resnet": "vision", "wavlm": "speech"}.get(tm.PRESETS[name][0], "text")
 
 
 def build_torch(name):
-    kind, cfg = MODELS[name]
-    return ResNet(kind, **cfg) if kind == "resnet" else Bert(kind, **cfg)
+    return tm.build_preset(name)
 
 
 def time_torch(model, inputs, iters, warmup=2):
     """Median wall time (ms) of one forward."""
     with torch.no_grad():
         for _ in range(warmup):
-            model(*inputs)
+            model(**inputs)
         ts = []
         for _ in range(iters):
             t0 = time.perf_counter()
-            model(*inputs)
+            model(**inputs)
             ts.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(ts)
 
@@ -189,11 +91,12 @@ def time_torch(model, inputs, iters, warmup=2):
 # --------------------------------------------------------------------------- ftengine
 
 
-def time_ftengine(tool, name, mode, batch, seq, threads, iters):
+def time_ftengine(tool, name, mode, batch, size, threads, iters):
+    """ftengine's median ms; `size` is --seq: tokens, image side or audio samples."""
     cmd = [tool, "bench", name, "--device", "cpu", "--mode", mode, "--batch", str(batch),
            "--threads", str(threads), "--iters", str(iters), "--warmup", "2"]
-    if seq and MODELS[name][0] != "resnet":
-        cmd += ["--seq", str(seq)]
+    if size:
+        cmd += ["--seq", str(size)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     ms = parse_latency(r.stdout)
     if r.returncode != 0 or ms is None:
@@ -262,11 +165,13 @@ def torch_build_info():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tool", default=os.path.join(os.path.dirname(__file__), "..", "build", "ftengine"))
-    ap.add_argument("--models", default="bert-base,distilbert-base,resnet-50")
+    ap.add_argument("--models", default="bert-base,distilbert-base,mobilebert-uncased,funnel-small,"
+                    "funnel-small-base,resnet-50,wavlm-base")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batch", default="1")
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--image", type=int, default=224)
+    ap.add_argument("--seq", type=int, default=128, help="tokens per item (text models)")
+    ap.add_argument("--image", type=int, default=224, help="image side (ResNet)")
+    ap.add_argument("--samples", type=int, default=32000, help="audio samples per item (WavLM)")
     ap.add_argument("--modes", default="graph,static")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
@@ -279,6 +184,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     global TORCH_LIBDIR
     TORCH_LIBDIR = a.torch_libdir
+    models = [m for m in a.models.split(",") if m]
+    for m in models:
+        if m not in MODELS:
+            print(f"cpu_vs_torch: unknown model {m} ({', '.join(MODELS)})", file=sys.stderr)
+            return 2
     if a.torch_worker and torch is not None:
         return torch_worker(a.torch_worker)
     if torch is None:
@@ -287,11 +197,6 @@ def main(argv=None):
     if not os.path.exists(a.tool):
         print(f"cpu_vs_torch: no ftengine tool at {a.tool} (make first)", file=sys.stderr)
         return 1
-    models = [m for m in a.models.split(",") if m]
-    for m in models:
-        if m not in MODELS:
-            print(f"cpu_vs_torch: unknown model {m} ({', '.join(MODELS)})", file=sys.stderr)
-            return 2
     threads = [int(t) for t in a.threads.split(",")]
     batches = [int(b) for b in a.batch.split(",")]
     modes = [m for m in a.modes.split(",") if m]
@@ -305,12 +210,12 @@ def main(argv=None):
     for rnd in range(a.rounds):
         for m in models:
             for b in batches:
-                size = a.image if MODELS[m][0] == "resnet" else a.seq
+                size = {"text": a.seq, "vision": a.image, "speech": a.samples}[kind(m)]
                 for t in threads:
                     key = (m, b, t)
                     slot = res.setdefault(key, {})
                     for mode in modes:
-                        slot.setdefault(mode, []).append(time_ftengine(a.tool, m, mode, b, a.seq, t, a.iters))
+                        slot.setdefault(mode, []).append(time_ftengine(a.tool, m, mode, b, size, t, a.iters))
                     slot.setdefault("torch", []).append(time_torch_worker(m, b, size, t, a.iters))
                     print(f"round {rnd + 1}: {m} b{b} t{t}: " +
                           ", ".join(f"{k} {v[-1]:.2f}" for k, v in slot.items()), flush=True)
