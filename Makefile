@@ -222,12 +222,13 @@ examples: $(EXAMPLE_BINS)
 $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 	@mkdir -p $(dir $@)
 	cp $< $@ && chmod +x $@
-# the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib
-PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py)
+# the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib;
+# bench/cpu_vs_torch.py's torch models and their golden check: skipped without torch
+PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py)
 
 test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)
-	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py not run")
+	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py, bench/test_cpu_vs_torch.py not run")
 	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)

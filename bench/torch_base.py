@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""torch_base.py - what bench/torch_models.py's models share: the HF config
+class defaults and ftengine's presets over them, HF's activations, and
+HFModel, which keeps a model's weights in a dict under HF's state_dict names
+(random init where declared, load_state() takes a checkpoint's)."""
+import math
+
+try:
+    import torch
+    import torch.nn.functional as F
+    TORCH_ERROR = None
+except Exception as e:  # optional: importers skip with a line saying so
+    torch = F = None
+    TORCH_ERROR = f"{e.__class__.__name__}: {e}"
+
+# --------------------------------------------------------------------------- configs
+
+# the HF config class defaults (transformers 4.36), as the C readers in models/*.c apply them
+DEFAULTS = {
+    "bert": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+                 layer_norm_eps=1e-12),
+    "distilbert": dict(vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072, activation="gelu",
+                       max_position_embeddings=512),
+    "mobilebert": dict(vocab_size=30522, hidden_size=512, embedding_size=128, num_hidden_layers=24,
+                       num_attention_heads=4, intermediate_size=512, hidden_act="relu", max_position_embeddings=512,
+                       type_vocab_size=2, layer_norm_eps=1e-12, trigram_input=True, use_bottleneck=True,
+                       intra_bottleneck_size=128, use_bottleneck_attention=False, key_query_shared_bottleneck=True,
+                       num_feedforward_networks=4, normalization_type="no_norm", classifier_activation=True),
+    "funnel": dict(vocab_size=30522, block_sizes=[4, 4, 4], block_repeats=None, num_decoder_layers=2, d_model=768,
+                   n_head=12, d_head=64, d_inner=3072, hidden_act="gelu_new", layer_norm_eps=1e-9,
+                   pooling_type="mean", attention_type="relative_shift", separate_cls=True, truncate_seq=True,
+                   pool_q_only=True, architectures=["FunnelModel"]),
+    "resnet": dict(num_channels=3, embedding_size=64, hidden_sizes=[256, 512, 1024, 2048], depths=[3, 4, 6, 3],
+                   layer_type="bottleneck", hidden_act="relu", downsample_in_first_stage=False,
+                   downsample_in_bottleneck=False),
+    "wavlm": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                  hidden_act="gelu", layer_norm_eps=1e-5, feat_extract_norm="group", feat_extract_activation="gelu",
+                  conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
+                  conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, num_buckets=320,
+                  max_bucket_distance=800, do_stable_layer_norm=False),
+}
+
+# ftengine's presets (models/*.c): model_type + the keys each sets over the class defaults
+PRESETS = {
+    "bert-tiny": ("bert", dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)),
+    "bert-mini": ("bert", dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)),
+    "bert-base": ("bert", {}),
+    "bert-large": ("bert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                intermediate_size=4096)),
+    "distilbert-base": ("distilbert", {}),
+    "mobilebert-uncased": ("mobilebert", dict(classifier_activation=False)),
+    "funnel-small": ("funnel", dict(architectures=["FunnelModel"])),
+    "funnel-small-base": ("funnel", dict(architectures=["FunnelBaseModel"])),
+    "resnet-50": ("resnet", {}),
+    "resnet-101": ("resnet", dict(depths=[3, 4, 23, 3])),
+    "wavlm-base": ("wavlm", {}),
+}
+
+
+def full_config(cfg):
+    """An HF config dict with the class defaults filled in for keys it leaves out."""
+    mt = cfg.get("model_type")
+    if mt not in DEFAULTS:
+        raise ValueError(f"model_type {mt!r} is not one of {', '.join(DEFAULTS)}")
+    out = dict(DEFAULTS[mt])
+    out.update({k: v for k, v in cfg.items() if not (v is None and k in out)})
+    out["model_type"] = mt
+    return out
+
+
+def preset_config(name):
+    mt, over = PRESETS[name]
+    return full_config(dict(over, model_type=mt))
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def gelu_new(x):
+    """HF NewGELUActivation, op for op: the tanh approximation."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+ACT = {"gelu": lambda x: F.gelu(x), "relu": lambda x: F.relu(x), "gelu_new": gelu_new,
+       "tanh": lambda x: torch.tanh(x)}
+
+
+def act_fn(name):
+    if name not in ACT:
+        raise ValueError(f"activation {name!r} is not supported ({', '.join(ACT)})")
+    return ACT[name]
+
+
+class HFModel:
+    """Weights under HF names; random init at declaration, load_state() replaces them."""
+    prefix = ""  # the base-model prefix Hub checkpoints may carry (bert., funnel. ...)
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.p = {}
+
+    def param(self, name, shape, init="normal", std=0.02):
+        if init == "normal":
+            t = torch.randn(*shape) * std
+        elif init == "zeros":
+            t = torch.zeros(*shape)
+        elif init == "ones":
+            t = torch.ones(*shape)
+        else:
+            t = init(shape)
+        self.p[name] = t
+
+    def linear(self, name, n_out, n_in, bias=True):
+        self.param(name + ".weight", (n_out, n_in))
+        if bias:
+            self.param(name + ".bias", (n_out,), "zeros")
+
+    def norm(self, name, n):
+        self.param(name + ".weight", (n,), "ones")
+        self.param(name + ".bias", (n,), "zeros")
+
+    def lin(self, x, name):
+        return F.linear(x, self.p[name + ".weight"], self.p.get(name + ".bias"))
+
+    def ln(self, x, name, eps):
+        return F.layer_norm(x, (x.shape[-1],), self.p[name + ".weight"], self.p[name + ".bias"], eps)
+
+    ignored = ("num_batches_tracked", "position_ids")
+
+    def load_state(self, sd):
+        """Takes every declared weight from sd (HF names, an optional base-model prefix);
+        a missing, extra or mis-shaped tensor is an error naming it."""
+        sd = {(k[len(self.prefix):] if self.prefix and k.startswith(self.prefix) else k): v for k, v in sd.items()}
+        missing = [k for k in self.p if k not in sd]
+        extra = [k for k in sd if k not in self.p and not k.endswith(self.ignored)]
+        if missing or extra:
+            raise KeyError(f"{type(self).__name__}: missing weights {missing[:5]}{'...' if len(missing) > 5 else ''}"
+                           f", unexpected {extra[:5]}{'...' if len(extra) > 5 else ''}")
+        for k in self.p:
+            if tuple(sd[k].shape) != tuple(self.p[k].shape):
+                raise ValueError(f"{k}: shape {tuple(sd[k].shape)}, the config needs {tuple(self.p[k].shape)}")
+            self.p[k] = sd[k].to(self.p[k].dtype).contiguous()
+        self.prepare()
+        return self
+
+    def prepare(self):
+        """Derived weights after a load (WavLM's folded weight norm)."""
+
+    def n_params(self):
+        """Parameters as ftengine info counts them (BatchNorm running statistics are buffers)."""
+        return sum(t.numel() for k, t in self.p.items() if "running_" not in k)
+
+    def __call__(self, **kw):
+        return self.forward(**kw)
+
+
+def text_inputs(vocab, batch, seq, seed=0):
+    """What `ftengine bench` feeds a text model: input_ids only (HF fills the mask and types)."""
+    g = torch.Generator().manual_seed(seed)
+    return {"input_ids": torch.randint(0, vocab, (batch, seq), generator=g)}
