@@ -176,6 +176,34 @@ class TorchModels(unittest.TestCase):
         # a Hub checkpoint's base-model prefix is taken off
         tm.build(m.cfg).load_state({"bert." + k: v for k, v in m.p.items()})
 
+    def test_distilbert_is_berts_path(self):
+        # no golden case for DistilBERT: with BERT's golden weights under DistilBERT's names
+        # and BERT's token-type rows zeroed, the two forwards must agree
+        bert, inputs, _ = hg.load_case(os.path.join(hg.GOLDEN_DIR, "bert"))
+        c = bert.cfg
+        names = dict(zip(tm.Bert.names.values(), tm.DistilBert.names.values()))
+        sd = {}
+        for k, v in bert.p.items():
+            if k.startswith(("pooler.", "embeddings.token_type")):
+                continue
+            for a, b in names.items():
+                k = k.replace(a + ".", b + ".") if a != "encoder.layer" else k.replace("encoder.layer.", b + ".")
+            sd[k] = v
+        distil = tm.build(dict(model_type="distilbert", vocab_size=c["vocab_size"], dim=c["hidden_size"],
+                               n_layers=c["num_hidden_layers"], n_heads=c["num_attention_heads"],
+                               hidden_dim=c["intermediate_size"], max_position_embeddings=c["max_position_embeddings"]))
+        distil.load_state(sd)
+        bert.p["embeddings.token_type_embeddings.weight"] = torch.zeros_like(
+            bert.p["embeddings.token_type_embeddings.weight"])
+        with torch.no_grad():
+            want = bert(**inputs)["last_hidden_state"]
+            got = distil(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])["last_hidden_state"]
+            self.assertTrue(hg.compare("distilbert", got, want)[0], hg.compare("distilbert", got, want)[1])
+            # and the comparison is not vacuous: an erf-GELU swap is seen
+            distil.act = tm.gelu_new
+            self.assertFalse(hg.compare("distilbert", distil(input_ids=inputs["input_ids"],
+                             attention_mask=inputs["attention_mask"])["last_hidden_state"], want)[0])
+
     @unittest.skipUnless(os.path.exists(TOOL), "build/ftengine not built: preset sizes not compared")
     def test_preset_sizes_match_ftengine(self):
         for name in ("mobilebert-uncased", "funnel-small", "funnel-small-base", "wavlm-base", "distilbert-base",
