@@ -82,17 +82,23 @@ static void *grow(ft_cpu_scratch *s, int slot, int kind, size_t bytes) {
     /* page multiples: a slightly larger request next time does not reallocate */
     size_t want = (bytes + 4095) & ~(size_t)4095;
     if (want < bytes) return NULL;
-    size_t total = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
-    if (s->limit && total - b->cap + want > s->limit) return NULL;
+    /* reserve first: the threads of a team grow their slots at the same time */
+    size_t after = __atomic_add_fetch(&s->bytes, want, __ATOMIC_RELAXED);
+    if (s->limit && after - b->cap > s->limit) {
+        __atomic_fetch_sub(&s->bytes, want, __ATOMIC_RELAXED);
+        return NULL;
+    }
     free(b->p);
     __atomic_fetch_sub(&s->bytes, b->cap, __ATOMIC_RELAXED);
     b->p = NULL;
     b->cap = 0;
     void *p = NULL;
-    if (posix_memalign(&p, 64, want) != 0) return NULL;
+    if (posix_memalign(&p, 64, want) != 0) {
+        __atomic_fetch_sub(&s->bytes, want, __ATOMIC_RELAXED);
+        return NULL;
+    }
     b->p = p;
     b->cap = want;
-    __atomic_fetch_add(&s->bytes, want, __ATOMIC_RELAXED);
     __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED);
     return p;
 }
@@ -141,7 +147,16 @@ size_t ft_cpu_scratch_bytes(const ft_ctx *ctx) {
 
 void ft_cpu_scratch_set_limit(ft_ctx *ctx, size_t bytes) {
     if (!ctx->cpu_scratch) ctx->cpu_scratch = scratch_new(ctx->cpu_threads);
-    if (ctx->cpu_scratch) ctx->cpu_scratch->limit = bytes;
+    ft_cpu_scratch *s = ctx->cpu_scratch;
+    if (!s) return;
+    /* between kernels nothing is handed out: start empty under the new cap */
+    for (int i = 0; i < s->nslots * FT_SCR_KINDS; i++) {
+        free(s->b[i].p);
+        s->b[i].p = NULL;
+        s->b[i].cap = 0;
+    }
+    s->bytes = 0;
+    s->limit = bytes;
 }
 
 int64_t ft_cpu_scratch_allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }

@@ -60,8 +60,8 @@ void *ft_cpu_buf_get(ft_cpu_buf *b, ft_cpu_scratch *sc, int kind, size_t bytes);
 /* Gives the buffer back (frees it when it was malloc'd); b is cleared. */
 void ft_cpu_buf_put(ft_cpu_buf *b);
 
-/* Test hooks: caps ctx's scratch at `bytes` (0: no cap) so that growing past it
- * fails as out of memory; process-wide counts of scratch buffer (re)allocations
+/* Test hooks: empties ctx's scratch (call it between kernels) and caps it at
+ * `bytes` (0: no cap), so that growing past the cap fails as out of memory; process-wide counts of scratch buffer (re)allocations
  * and of malloc fallbacks while a scratch was current. */
 void ft_cpu_scratch_set_limit(ft_ctx *ctx, size_t bytes);
 int64_t ft_cpu_scratch_allocs(void);
