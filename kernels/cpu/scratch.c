@@ -28,6 +28,7 @@ struct ft_cpu_scratch {
     scr_buf *b;          /* [nslots][FT_SCR_KINDS] */
     unsigned *stage_busy; /* [nslots]: bit i = staging buffer i is handed out */
     size_t bytes;        /* sum of caps (atomic: slots grow from several threads) */
+    size_t team_hw[FT_SCR_OUT]; /* largest size each team kind (GEMM, attention) reached (atomic) */
     size_t limit;        /* 0: none */
 };
 
@@ -66,9 +67,12 @@ ft_cpu_scratch *ft_cpu_scratch_swap(ft_cpu_scratch *s) {
     return prev;
 }
 
+static void even_slots(ft_cpu_scratch *s);
+
 void ft_cpu_scratch_enter(ft_ctx *ctx) {
     /* without memory for the bookkeeping the kernels malloc per call, as before */
     if (!ctx->cpu_scratch) ctx->cpu_scratch = scratch_new(ctx->cpu_threads);
+    if (ctx->cpu_scratch) even_slots(ctx->cpu_scratch);
     cur_tls = ctx->cpu_scratch;
 }
 
@@ -100,7 +104,28 @@ static void *grow(ft_cpu_scratch *s, int slot, int kind, size_t bytes) {
     b->p = p;
     b->cap = want;
     __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED);
+    if (kind < FT_SCR_OUT) {
+        size_t hw = __atomic_load_n(&s->team_hw[kind], __ATOMIC_RELAXED);
+        while (hw < want && !__atomic_compare_exchange_n(&s->team_hw[kind], &hw, want, true, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED)) {
+        }
+    }
     return p;
+}
+
+/*
+ * At kernel entry (no team runs): every slot's team buffers grown to the largest
+ * any slot needed. Which thread of a team gets which task varies between runs
+ * (dynamic schedules), so without this a thread could meet a size for the first
+ * time in the tenth forward and allocate then; with it, the steady state
+ * allocates nothing once each size was seen anywhere.
+ */
+static void even_slots(ft_cpu_scratch *s) {
+    for (int kind = 0; kind < FT_SCR_OUT; kind++) {
+        size_t hw = __atomic_load_n(&s->team_hw[kind], __ATOMIC_RELAXED);
+        for (int slot = 0; slot < s->nslots && hw; slot++)
+            if (s->b[slot * FT_SCR_KINDS + kind].cap < hw) grow(s, slot, kind, hw);
+    }
 }
 
 void *ft_cpu_buf_get(ft_cpu_buf *b, ft_cpu_scratch *sc, int kind, size_t bytes) {
@@ -156,6 +181,7 @@ void ft_cpu_scratch_set_limit(ft_ctx *ctx, size_t bytes) {
         s->b[i].cap = 0;
     }
     s->bytes = 0;
+    memset(s->team_hw, 0, sizeof s->team_hw);
     s->limit = bytes;
 }
 
