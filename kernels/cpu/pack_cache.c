@@ -20,6 +20,7 @@
  */
 #include "pack_cache.h"
 #include "cpu_kernels.h"
+#include "scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -112,11 +113,17 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
         c->e = ne;
         c->cap_n = nc;
     }
+    /* a one-off f32 copy of an f16/bf16 weight is malloc'd: in the scratch it would
+     * stay for the context's life */
+    ft_cpu_scratch *sc = ft_cpu_scratch_swap(NULL);
     ft_cpu_f32 fw = {0};
-    if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return NULL;
-    /* W [N, K] is op(B) = W^T */
-    ft_cpu_packed_b *p = ft_cpu_pack_b(true, k, n, fw.p, k);
-    ft_cpu_f32_release(&fw);
+    ft_cpu_packed_b *p = NULL;
+    if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) == 0) {
+        /* W [N, K] is op(B) = W^T */
+        p = ft_cpu_pack_b(true, k, n, fw.p, k);
+        ft_cpu_f32_release(&fw);
+    }
+    ft_cpu_scratch_swap(sc);
     if (!p) return NULL;
     p->src = w->data;
     pc_entry *e = &c->e[c->n++];
