@@ -14,9 +14,10 @@
  * Tensors made by ft_tensor_from_host are never cached: the public API does not
  * mark them, and nothing would tell the cache when a caller reuses their memory.
  *
- * Bounded: entries are dropped least-recently-used past the cap (1 GiB, or
- * FT_CPU_PACK_CACHE_MB; 0 turns the cache off); a model's entries go when it is
- * freed (ft_cpu_pack_cache_drop) and all of them with the context.
+ * Bounded: past the cap (1 GiB, or FT_CPU_PACK_CACHE_MB; 0 turns the cache
+ * off) further weights are packed per call; an entry goes when its header's
+ * data is rewritten (replaced), when its model is freed (ft_cpu_pack_cache_drop)
+ * and with the context; lowering the cap drops least-recently-used entries.
  */
 #include "pack_cache.h"
 #include "cpu_kernels.h"
@@ -104,8 +105,10 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     int64_t n = w->ne[0], k = w->ne[1];
     if (n <= 0 || k <= 0) return NULL;
     size_t bytes = (size_t)((n + 15) / 16 * 16) * (size_t)k * sizeof(float);
-    if (bytes > c->limit) return NULL; /* never fits: packed per call */
-    evict(c, bytes);
+    /* full: this weight is packed per call. No eviction: a forward walks its weights
+     * in the same cycle every time, and least-recently-used would drop each one
+     * just before it is needed again, paying a pack and an allocation per call */
+    if (c->bytes + bytes > c->limit) return NULL;
     if (c->n == c->cap_n) {
         int nc = c->cap_n ? 2 * c->cap_n : 64;
         pc_entry *ne = realloc(c->e, (size_t)nc * sizeof *ne);
