@@ -17,6 +17,7 @@
 #include "../kernels/cpu/scratch.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,58 @@ static void test_scratch_steady_state(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int mode = FT_MODE_EAGER; mode <= FT_MODE_STATIC; mode++)
             for (int th = 1; th <= 2; th++) steady(cases[c], (ft_mode)mode, th);
+}
+
+/* Forwards of `name` in `mode` on a fresh 2-thread context: the output of the
+ * last of `reps` (malloc'd) or NULL. */
+static float *run_case(const char *name, ft_mode mode, int reps, int64_t *n) {
+    ft_ctx *ctx = new_ctx(2);
+    golden_case gc;
+    ft_model *m = NULL;
+    float *out = NULL;
+    if (ctx && golden_open(ctx, name, &gc) == 0) {
+        ft_model_options o = ft_model_options_default();
+        o.mode = mode;
+        bool ok = ft_model_load(ctx, gc.dir, &o, &m) == FT_OK;
+        for (int r = 0; r < reps && ok; r++) ok = ft_model_forward(m, gc.in, gc.n_in) == FT_OK;
+        if (ok) out = output_of(ctx, m, n);
+        ft_model_free(m);
+        golden_close(&gc);
+    }
+    ft_ctx_free(ctx);
+    return out;
+}
+
+typedef struct pair_job {
+    const char *name;
+    ft_mode mode;
+    float *out;
+    int64_t n;
+} pair_job;
+
+static void *pair_worker(void *arg) {
+    pair_job *j = arg;
+    j->out = run_case(j->name, j->mode, 3, &j->n);
+    return NULL;
+}
+
+/* Two contexts of 2 OpenMP threads each, on two host threads at once (each with
+ * its own team, its own scratch): the outputs equal those of a run alone. */
+static void test_two_contexts_at_once(void) {
+    pair_job jobs[2] = {{"wavlm", FT_MODE_EAGER, NULL, 0}, {"bert", FT_MODE_GRAPH, NULL, 0}};
+    float *ref[2];
+    int64_t rn[2] = {0, 0};
+    for (int i = 0; i < 2; i++) ref[i] = run_case(jobs[i].name, jobs[i].mode, 1, &rn[i]);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, pair_worker, &jobs[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK(ref[i] && jobs[i].out && jobs[i].n == rn[i] &&
+                  !memcmp(ref[i], jobs[i].out, (size_t)rn[i] * sizeof(float)),
+              "%s %s: concurrent output differs from the run alone", jobs[i].name, ft_mode_name(jobs[i].mode));
+        free(ref[i]);
+        free(jobs[i].out);
+    }
 }
 
 /* A scratch capped below what a forward needs: a clean FT_ERR_OOM naming the
@@ -265,6 +318,7 @@ static void test_pack_cache_invalidation(void) {
 
 int main(void) {
     RUN(test_scratch_steady_state);
+    RUN(test_two_contexts_at_once);
     RUN(test_scratch_oom);
     RUN(test_pack_cache_eager);
     RUN(test_pack_cache_invalidation);
