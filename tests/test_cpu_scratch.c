@@ -2,7 +2,8 @@
  * test_cpu_scratch.c - the CPU backend's per-context scratch and eager pack
  * cache (kernels/cpu/scratch.c, pack_cache.c): repeated forwards of every golden
  * model allocate no kernel scratch once warm, in every mode, with 1 and 2
- * threads, and give the same outputs each time; a scratch that cannot grow ends
+ * threads, and give the same outputs each time; two 2-thread contexts on two
+ * host threads at once give what each gives alone; a scratch that cannot grow ends
  * a forward with FT_ERR_OOM and a message, never a crash; the pack cache hits on
  * a second eager forward, gives exactly what per-call packing gives, stays
  * under its cap, forgets a freed model, and never serves panels of data that
