@@ -79,6 +79,7 @@ ft_block *ft_allocator_alloc(ft_allocator *a, ft_ctx *ctx, size_t bytes) {
     }
     b->refs = 1;
     b->next = NULL;
+    b->version = 0; /* a reused block holds nothing a cache may know */
     a->stats.allocated += b->size;
     a->stats.n_alloc++;
     if (a->stats.allocated > a->stats.peak_allocated) a->stats.peak_allocated = a->stats.allocated;

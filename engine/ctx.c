@@ -161,6 +161,7 @@ void ft_ctx_free(ft_ctx *ctx) {
 #ifdef FT_WITH_CUDA
     if (ctx->device == FT_DEVICE_CUDA) ft_cuda_sync(ctx);
 #endif
+    ft_cpu_ctx_release(ctx);
     ft_allocator_destroy(&ctx->alloc);
 #ifdef FT_WITH_CUDA
     if (ctx->device == FT_DEVICE_CUDA) ft_cuda_ctx_destroy(ctx);
@@ -243,7 +244,11 @@ void ft_ctx_reset(ft_ctx *ctx) {
 ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx) {
     ft_mem_stats s;
     memset(&s, 0, sizeof s);
-    return ctx ? ctx->alloc.stats : s;
+    if (!ctx) return s;
+    s = ctx->alloc.stats;
+    s.cpu_scratch = ft_cpu_scratch_bytes(ctx);
+    s.cpu_pack_cache = ft_cpu_pack_cache_bytes(ctx);
+    return s;
 }
 
 ft_gemm_stats ft_ctx_gemm_stats(const ft_ctx *ctx) {

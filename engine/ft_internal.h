@@ -47,6 +47,10 @@ typedef struct ft_block {
     int size_class;  /* index of the free list it returns to */
     struct ft_allocator *owner;
     struct ft_block *next; /* free-list link */
+    /* model parameters: a process-wide stamp renewed at every write of the data
+     * (ft_tensor_mark_written), 0 when handed out; every header sharing the
+     * storage sees it. Keys the CPU eager pack cache (kernels/cpu/pack_cache.c) */
+    uint64_t version;
 } ft_block;
 
 /*
@@ -208,7 +212,18 @@ struct ft_ctx {
     double extra_op_cost_us; /* emulated per-op host cost (FT_OP_HOST_COST_US) */
     ft_scratch_pool *scratch_pool; /* set by the executor around warm-up and capture */
     struct ft_profiler *profiler;  /* the profiler made for this context, if any (engine/profiler.c) */
+    struct ft_cpu_scratch *cpu_scratch;       /* CPU kernels' scratch (kernels/cpu/scratch.c) */
+    struct ft_cpu_pack_cache *cpu_pack_cache; /* eager packed weights (kernels/cpu/pack_cache.c) */
 };
+
+/* kernels/cpu: frees the context's CPU scratch and pack cache (ft_ctx_free);
+ * drops a parameter's packed panels from the cache (model teardown). */
+void ft_cpu_ctx_release(ft_ctx *ctx);
+void ft_cpu_pack_cache_free(ft_ctx *ctx);
+void ft_cpu_pack_cache_drop(ft_ctx *ctx, const ft_tensor *w);
+/* Bytes of the CPU scratch and of the pack cache (ft_ctx_mem_stats). */
+size_t ft_cpu_scratch_bytes(const ft_ctx *ctx);
+size_t ft_cpu_pack_cache_bytes(const ft_ctx *ctx);
 
 /* Records an error in the context (keeps the first one while an error is pending,
  * unless `force`); returns `st` so callers can `return ft_set_error(...)`. */
@@ -231,6 +246,11 @@ void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...)
 
 /* A fresh zeroed header from the context arena (eager temporaries, trace nodes). */
 ft_tensor *ft_tensor_alloc_header(ft_ctx *ctx);
+/* Gives t's storage a fresh version stamp: every write of a model parameter's
+ * data calls it (or ft_weight_store), so caches keyed on the stamp see it. */
+void ft_tensor_mark_written(ft_tensor *t);
+/* Copies `bytes` of host data into parameter t's storage and stamps it. */
+ft_status ft_weight_store(ft_ctx *ctx, ft_tensor *t, const void *src, size_t bytes);
 /* A fresh zeroed malloc'd header, flagged PERSISTENT (weights, outputs, caches). */
 ft_tensor *ft_tensor_new_persistent(ft_ctx *ctx);
 /* Frees a persistent header and drops its storage reference. */

@@ -284,6 +284,18 @@ ft_status ft_copy_to_device(ft_ctx *ctx, void *dst, const void *src, size_t byte
 #endif
 }
 
+static uint64_t next_version; /* atomic: models load on several threads at once */
+
+void ft_tensor_mark_written(ft_tensor *t) {
+    if (t->block) t->block->version = __atomic_add_fetch(&next_version, 1, __ATOMIC_RELAXED);
+}
+
+ft_status ft_weight_store(ft_ctx *ctx, ft_tensor *t, const void *src, size_t bytes) {
+    ft_status st = ft_copy_to_device(ctx, t->data, src, bytes);
+    ft_tensor_mark_written(t); /* even a failed copy may have written part of it */
+    return st;
+}
+
 ft_status ft_copy_to_host(ft_ctx *ctx, void *dst, const void *src, size_t bytes) {
     if (ctx->device == FT_DEVICE_CPU) {
         if (bytes) memcpy(dst, src, bytes);

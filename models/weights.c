@@ -208,7 +208,7 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
     }
     size_t bytes = ft_nbytes(t);
     if (src_t == dtype) {
-        if (ft_copy_to_device(ctx, t->data, src, bytes) != FT_OK) goto fail;
+        if (ft_weight_store(ctx, t, src, bytes) != FT_OK) goto fail;
     } else {
         void *tmp = malloc(bytes ? bytes : 1);
         if (!tmp) {
@@ -216,7 +216,7 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
             goto fail;
         }
         ft_convert_host(dtype, tmp, src_t, src, n);
-        ft_status st = ft_copy_to_device(ctx, t->data, tmp, bytes);
+        ft_status st = ft_weight_store(ctx, t, tmp, bytes);
         free(tmp);
         if (st != FT_OK) goto fail;
     }
@@ -289,6 +289,7 @@ ft_status ft_weights_pack(ft_model *m, ft_tensor *const *parts, int n) {
         b->refs++;
         p->block = b;
         p->data = (char *)b->ptr + off;
+        ft_tensor_mark_written(p); /* same values, new home: caches keyed on the old one drop it */
         off += ft_nbytes(p);
     }
     ft_block_unref(b); /* the parts hold the block now */

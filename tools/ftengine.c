@@ -406,8 +406,9 @@ static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_mode
         }
     }
     fprintf(f, "},\n  \"memory\": {\"peak_bytes\": %zu, \"reserved_bytes\": %zu, \"system_allocations\": "
-               "%llu},\n  \"graph\": ",
-            r->mem.peak_allocated, r->mem.reserved, (unsigned long long)r->mem.n_sys_alloc);
+               "%llu, \"cpu_scratch_bytes\": %zu, \"cpu_pack_cache_bytes\": %zu},\n  \"graph\": ",
+            r->mem.peak_allocated, r->mem.reserved, (unsigned long long)r->mem.n_sys_alloc, r->mem.cpu_scratch,
+            r->mem.cpu_pack_cache);
     ft_graph_stats g;
     if (ft_model_graph_stats(m, &g) == FT_OK && g.valid)
         fprintf(f, "{\"kernels_per_forward\": %d, \"eager_kernels\": %d, \"graph_launches\": %d, "
@@ -535,6 +536,8 @@ static int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "ftengine: warning: %s\n", warn);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
+    if (a.device == FT_DEVICE_CPU) /* host memory the CPU kernels keep outside the allocator */
+        printf("memory: cpu scratch %zu B, eager pack cache %zu B\n", ms.cpu_scratch, ms.cpu_pack_cache);
     if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
     if (a.device == FT_DEVICE_CUDA) {
         ft_gemm_stats gs = ft_ctx_gemm_stats(ctx);

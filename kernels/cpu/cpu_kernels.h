@@ -8,6 +8,7 @@
 #define FT_CPU_KERNELS_H
 
 #include "../../engine/ft_internal.h"
+#include "scratch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,13 +37,17 @@ void ft_cpu_unpack(ft_tensor *node);
 int ft_cpu_prepack_count(void); /* test hook: weights packed so far in this process */
 
 /* Declares kernel `name`; a definition FT_CPU_KERNEL_DEF(name) { body } gets a
- * wrapper that sets the team size from ctx before the body runs. */
+ * wrapper that sets the team size and the current scratch (scratch.h) from ctx
+ * before the body runs, and clears the scratch after. */
 #define FT_CPU_KERNEL(name) int ft_cpu_##name(ft_ctx *ctx, ft_tensor *dst)
 #define FT_CPU_KERNEL_DEF(name)                                   \
     static int ft_cpu_##name##_body(ft_ctx *ctx, ft_tensor *dst); \
     FT_CPU_KERNEL(name) {                                         \
         ft_cpu_set_threads(ctx->cpu_threads);                     \
-        return ft_cpu_##name##_body(ctx, dst);                    \
+        ft_cpu_scratch_enter(ctx);                                \
+        int st_ = ft_cpu_##name##_body(ctx, dst);                 \
+        ft_cpu_scratch_leave();                                   \
+        return st_;                                               \
     }                                                             \
     static int ft_cpu_##name##_body(ft_ctx *ctx, ft_tensor *dst)
 

@@ -14,6 +14,7 @@
  */
 #include "gemm.h"
 #include "../../engine/ft_checked.h"
+#include "scratch.h"
 #include "vrow.h"
 
 #include <math.h>
@@ -198,19 +199,22 @@ static gemm_kernel pick_kernel(void) {
 typedef struct gemm_bufs {
     float *pa; /* [MC][KC] */
     float *pb; /* [KC][round_up(min(n, NC), NR)] */
+    ft_cpu_buf ba, bb;
 } gemm_bufs;
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-static int bufs_alloc(gemm_bufs *bf, int64_t n, int64_t k) {
+/* The calling OpenMP thread's packing buffers, from the kernel's scratch sc
+ * (captured before the team forms: workers do not see the caller's current
+ * scratch) or malloc'd without one. */
+static int bufs_alloc(gemm_bufs *bf, ft_cpu_scratch *sc, int64_t n, int64_t k) {
     int64_t kc = k < KC ? k : KC, nc = round_up(n < NC ? n : NC, NR);
     if (kc < 1) kc = 1;
     if (n == 0) nc = 1; /* B comes packed: no B buffer */
-    bf->pa = malloc((size_t)(MC * kc) * sizeof(float));
-    bf->pb = malloc((size_t)(kc * nc) * sizeof(float));
+    bf->pa = ft_cpu_buf_get(&bf->ba, sc, FT_SCR_GEMM_A, (size_t)(MC * kc) * sizeof(float));
+    bf->pb = bf->pa ? ft_cpu_buf_get(&bf->bb, sc, FT_SCR_GEMM_B, (size_t)(kc * nc) * sizeof(float)) : NULL;
     if (!bf->pa || !bf->pb) {
-        free(bf->pa);
-        free(bf->pb);
+        if (bf->pa) ft_cpu_buf_put(&bf->ba);
         bf->pa = bf->pb = NULL;
         return -1;
     }
@@ -218,8 +222,8 @@ static int bufs_alloc(gemm_bufs *bf, int64_t n, int64_t k) {
 }
 
 static void bufs_free(gemm_bufs *bf) {
-    free(bf->pa);
-    free(bf->pb);
+    ft_cpu_buf_put(&bf->ba);
+    ft_cpu_buf_put(&bf->bb);
 }
 
 /* C = beta * C for the K == 0 product (beta == 0 clears, never reads). */
@@ -333,6 +337,7 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     if (m <= 0 || n <= 0) return 0;
     if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
+    ft_cpu_scratch *sc = ft_cpu_scratch_cur();
     int nt = ft_cpu_gemm_threads();
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
@@ -344,7 +349,7 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
         choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
     if (tm * tn == 1) {
         gemm_bufs bf;
-        if (bufs_alloc(&bf, pre ? 0 : n, k)) return -1;
+        if (bufs_alloc(&bf, sc, pre ? 0 : n, k)) return -1;
         gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre, prea);
         bufs_free(&bf);
         return 0;
@@ -360,7 +365,7 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
         int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
         if (mi > 0 && nj > 0) {
             gemm_bufs bf;
-            if (bufs_alloc(&bf, pre ? 0 : nj, k)) {
+            if (bufs_alloc(&bf, sc, pre ? 0 : nj, k)) {
                 failed = 1;
             } else {
                 const float *ab = prea ? NULL : ta ? a + i0 : a + i0 * lda;
@@ -474,12 +479,13 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         return 0;
     }
     gemm_kernel kr = pick_kernel();
+    ft_cpu_scratch *sc = ft_cpu_scratch_cur();
     int failed = 0;
 #pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
     {
         if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
         gemm_bufs bf;
-        int ok = bufs_alloc(&bf, n, k) == 0;
+        int ok = bufs_alloc(&bf, sc, n, k) == 0;
         if (!ok) failed = 1;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < batch; i++)
@@ -506,12 +512,14 @@ static float load_f32(ft_dtype dt, const void *base, int64_t off) {
 int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out) {
     out->p = NULL;
     out->owned = false;
+    memset(&out->buf, 0, sizeof out->buf);
     if (t->dtype == FT_DTYPE_F32 && ok_as_is) {
         out->p = (float *)t->data;
         return 0;
     }
     int64_t n = ft_numel(t);
-    float *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    /* a staging buffer of the kernel's scratch (malloc'd outside a kernel) */
+    float *buf = ft_cpu_buf_get(&out->buf, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!buf) return -1;
     int nd = t->ndim;
     if (nd == 0) {
@@ -542,7 +550,9 @@ int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out) {
 }
 
 void ft_cpu_f32_release(ft_cpu_f32 *f) {
-    if (f->owned) free(f->p);
+    if (f->owned && f->buf.p == f->p) ft_cpu_buf_put(&f->buf);
+    else if (f->owned) free(f->p);
+    memset(&f->buf, 0, sizeof f->buf);
     f->p = NULL;
     f->owned = false;
 }

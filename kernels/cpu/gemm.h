@@ -8,6 +8,7 @@
 #define FT_CPU_GEMM_H
 
 #include "../../engine/ft_internal.h"
+#include "scratch.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -91,13 +92,16 @@ int ft_cpu_gemm_threads(void);
 /*
  * An f32 view of a float tensor. If t is f32 and `ok_as_is` says its layout
  * can be used in place, *out points at t's data and nothing is allocated;
- * otherwise *out is a fresh malloc'd contiguous f32 copy (any strides, any
- * float dtype) that the caller frees with ft_cpu_f32_release. Returns 0, or
- * -1 when out of memory.
+ * otherwise *out is a contiguous f32 copy (any strides, any float dtype) in a
+ * staging buffer of the current kernel's scratch (malloc'd without one) that
+ * the caller gives back with ft_cpu_f32_release. Returns 0, or -1 when out of
+ * memory.
  */
 typedef struct ft_cpu_f32 {
     float *p;
     bool owned;
+    ft_cpu_buf buf; /* where an owned p came from (scratch.h); p alone, when it is not
+                     * buf.p, was malloc'd by the caller and is freed */
 } ft_cpu_f32;
 int ft_cpu_f32_get(const ft_tensor *t, bool ok_as_is, ft_cpu_f32 *out);
 void ft_cpu_f32_release(ft_cpu_f32 *f);

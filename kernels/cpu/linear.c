@@ -7,6 +7,7 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "pack_cache.h"
 #include "vrow.h"
 
 #include <math.h>
@@ -15,15 +16,20 @@
 #include <string.h>
 
 static int oom(ft_ctx *ctx, const char *op) {
-    return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for f32 staging buffers", op);
+    return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory for f32 staging or GEMM packing scratch", op);
 }
 
-/* The output in f32: dst's own storage when it is f32, else a scratch buffer. */
-static float *out_f32(ft_tensor *dst) {
+/* The output in f32: dst's own storage when it is f32, else a scratch buffer
+ * (*ob, given back by out_done / out_drop). */
+static float *out_f32(ft_tensor *dst, ft_cpu_buf *ob) {
+    memset(ob, 0, sizeof *ob);
     if (dst->dtype == FT_DTYPE_F32) return (float *)dst->data;
     int64_t n = ft_numel(dst);
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    return ft_cpu_buf_get(ob, ft_cpu_scratch_cur(), FT_SCR_OUT, (size_t)(n > 0 ? n : 1) * sizeof(float));
 }
+
+/* Gives a scratch output back unstored (an error). */
+static void out_drop(ft_cpu_buf *ob) { ft_cpu_buf_put(ob); }
 
 /* Contiguous f32 values y of dst's shape stored into dst's strides and dtype. */
 static void strided_store(ft_tensor *dst, const float *y) {
@@ -38,10 +44,10 @@ static void strided_store(ft_tensor *dst, const float *y) {
     }
 }
 
-static void out_done(ft_tensor *dst, float *y) {
+static void out_done(ft_tensor *dst, float *y, ft_cpu_buf *ob) {
     if ((void *)y == dst->data) return;
     ft_cpu_f32_store(dst, y, ft_numel(dst));
-    free(y);
+    ft_cpu_buf_put(ob);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -116,11 +122,14 @@ FT_CPU_KERNEL_DEF(linear) {
     if (rows == 1) rs = k; /* a single row's stride is never used, keep it sane */
 
     ft_cpu_f32 fx = {0}, fw = {0}, fb = {0}, fr = {0};
-    float *y = out_f32(dst); /* [rows, N] */
+    ft_cpu_buf yb;
+    float *y = out_f32(dst, &yb); /* [rows, N] */
     /* an f32 residual is accumulated by the GEMM itself (beta = 1), which also
      * keeps a residual that shares the output's storage correct */
     bool res_in_c = res && y == dst->data && res->dtype == FT_DTYPE_F32 && ft_tensor_contiguous(res);
     const ft_cpu_packed_b *pk = k > 0 && n > 0 ? node_packed(dst) : NULL;
+    /* eager mode (no plan panels): a model parameter's panels from the context's cache */
+    if (!pk && k > 0 && n > 0 && !dst->extra) pk = ft_cpu_pack_cache_linear(ctx, w);
     int st = FT_OK;
     if (!y || ft_cpu_f32_get(x, x_rows, &fx) || (!pk && ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) ||
         (bias && ft_cpu_f32_get(bias, bias->nb[0] == 1 || bias->ne[0] == 1, &fb)) ||
@@ -149,8 +158,8 @@ done:
     ft_cpu_f32_release(&fw);
     ft_cpu_f32_release(&fb);
     ft_cpu_f32_release(&fr);
-    if (y && st == FT_OK) out_done(dst, y);
-    else if (y && (void *)y != dst->data) free(y);
+    if (y && st == FT_OK) out_done(dst, y, &yb);
+    else out_drop(&yb);
     return st;
 }
 
@@ -188,7 +197,8 @@ FT_CPU_KERNEL_DEF(matmul) {
     for (int i = 0; i < nd - 2; i++) batch *= dst->ne[i];
 
     operand oa = {0}, ob = {0};
-    float *y = out_f32(dst); /* [batch, M, N] */
+    ft_cpu_buf yb;
+    float *y = out_f32(dst, &yb); /* [batch, M, N] */
     int st = FT_OK;
     if (!y || operand_get(a, &oa) || operand_get(b, &ob)) {
         st = oom(ctx, "matmul");
@@ -203,8 +213,8 @@ FT_CPU_KERNEL_DEF(matmul) {
 done:
     ft_cpu_f32_release(&oa.f);
     ft_cpu_f32_release(&ob.f);
-    if (y && st == FT_OK) out_done(dst, y);
-    else if (y && (void *)y != dst->data) free(y);
+    if (y && st == FT_OK) out_done(dst, y, &yb);
+    else out_drop(&yb);
     return st;
 }
 
@@ -287,7 +297,8 @@ FT_CPU_KERNEL_DEF(attention) {
     const ft_tensor *qkv[3] = {q, k, v};
     ft_cpu_f32 *f[3] = {&fq, &fk, &fv};
     int64_t *strides[3] = {A.qs, A.ks, A.vs};
-    float *y = out_f32(dst);
+    ft_cpu_buf yb, sb = {0};
+    float *y = out_f32(dst, &yb);
     float *scratch = NULL;
     int st = FT_OK;
     if (!y) {
@@ -340,9 +351,13 @@ FT_CPU_KERNEL_DEF(attention) {
     if (nt > 1 && tasks >= nt) {
         /* one head block per thread, each GEMM single-threaded */
         int failed = 0;
+        ft_cpu_scratch *sc = ft_cpu_scratch_cur();
 #pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
         {
-            float *s = malloc((size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
+            /* this thread's rows and GEMM buffers from the kernel's scratch */
+            ft_cpu_scratch *prev = ft_cpu_scratch_swap(sc);
+            ft_cpu_buf tb;
+            float *s = ft_cpu_buf_get(&tb, sc, FT_SCR_ATTN, (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
             if (!s) failed = 1;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t t = 0; t < tasks; t++) {
@@ -351,11 +366,13 @@ FT_CPU_KERNEL_DEF(attention) {
                 int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
                 if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, s)) failed = 1;
             }
-            free(s);
+            ft_cpu_buf_put(&tb);
+            ft_cpu_scratch_swap(prev);
         }
         if (failed) st = oom(ctx, "attention");
     } else {
-        scratch = malloc((size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
+        scratch = ft_cpu_buf_get(&sb, ft_cpu_scratch_cur(), FT_SCR_ATTN,
+                                 (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
         if (!scratch) {
             st = oom(ctx, "attention");
             goto done;
@@ -367,17 +384,17 @@ FT_CPU_KERNEL_DEF(attention) {
         }
     }
 done:
-    free(scratch);
+    ft_cpu_buf_put(&sb);
     ft_cpu_f32_release(&fq);
     ft_cpu_f32_release(&fk);
     ft_cpu_f32_release(&fv);
     if (y && st == FT_OK && (void *)y != dst->data && !ft_tensor_contiguous(dst)) {
         strided_store(dst, y); /* [B, H, Sq, Dv] f32 into dst's layout and dtype */
-        free(y);
+        out_drop(&yb);
     } else if (y && st == FT_OK) {
-        out_done(dst, y);
-    } else if (y && (void *)y != dst->data) {
-        free(y);
+        out_done(dst, y, &yb);
+    } else {
+        out_drop(&yb);
     }
     return st;
 }

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 FT_CPU_KERNEL_DEF(sum_last) {
     const ft_tensor *x = dst->src[0];
@@ -85,19 +86,20 @@ FT_CPU_KERNEL_DEF(softmax) {
 }
 
 /* An optional [d] f32 parameter row: in place when f32 with unit stride, else a
- * converted copy in *owned (freed by the caller). -1 when out of memory. */
-static int param_row(const ft_tensor *t, int64_t d, const float **out, float **owned) {
+ * converted copy in a staging buffer of the kernel's scratch, *owned (given back
+ * by the caller). -1 when out of memory. */
+static int param_row(const ft_tensor *t, int64_t d, const float **out, ft_cpu_buf *owned) {
     *out = NULL;
-    *owned = NULL;
+    memset(owned, 0, sizeof *owned);
     if (!t) return 0;
     if (t->dtype == FT_DTYPE_F32 && (t->nb[0] == 1 || d == 1)) {
         *out = (const float *)t->data;
         return 0;
     }
-    *owned = malloc((size_t)d * sizeof(float));
-    if (!*owned) return -1;
-    ft_cpu_row_load(t->data, t->dtype, 0, t->nb[0], d, *owned);
-    *out = *owned;
+    float *row = ft_cpu_buf_get(owned, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(d > 0 ? d : 1) * sizeof(float));
+    if (!row) return -1;
+    ft_cpu_row_load(t->data, t->dtype, 0, t->nb[0], d, row);
+    *out = row;
     return 0;
 }
 
@@ -113,7 +115,7 @@ FT_CPU_KERNEL_DEF(layernorm) {
     const ft_dtype dt = x->dtype;
     if (rows == 0 || d == 0) return FT_OK;
     const float *gp, *bp;
-    float *go = NULL, *bo = NULL;
+    ft_cpu_buf go = {0}, bo = {0};
     int failed = param_row(g, d, &gp, &go) || param_row(b, d, &bp, &bo);
 
 #pragma omp parallel num_threads(ft_cpu_threads()) if (!failed && rows * d >= FT_CPU_PAR_MIN / 4 && rows > 1) reduction(| : failed)
@@ -137,8 +139,8 @@ FT_CPU_KERNEL_DEF(layernorm) {
         }
         if (h) rowbuf_free(stack, h);
     }
-    free(go);
-    free(bo);
+    ft_cpu_buf_put(&go);
+    ft_cpu_buf_put(&bo);
     if (failed) return ft_set_error(ctx, FT_ERR_OOM, "layernorm: out of host memory for a row of %lld", (long long)d);
     return FT_OK;
 }
