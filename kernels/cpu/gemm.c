@@ -26,6 +26,9 @@
 #define KC 256     /* depth of a packed block: an A sliver + a B sliver stay in L1 */
 #define MC 96      /* rows of a packed A block (a multiple of every MR): in L2 */
 #define NC 4096    /* columns of a packed B panel */
+#ifndef CONV_NC
+#define CONV_NC 512 /* columns of a convolution's B panel (KC x CONV_NC: 512 KiB, in L2) */
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define FT_HAVE_GCC 1
@@ -392,8 +395,12 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
         if (ep) tile_ep(ep, c, ldc, m, n, i0, j0);
         return;
     }
-    for (int64_t jc = 0; jc < n; jc += NC) {
-        int64_t nc = n - jc < NC ? n - jc : NC;
+    /* a convolution's B panel is cut to stay in L2: its columns are rebuilt
+     * from x per panel anyway, and with the batch as columns a whole-width panel
+     * (KC x batch*OH*OW) would spill */
+    const int64_t ncb = cv ? CONV_NC : NC;
+    for (int64_t jc = 0; jc < n; jc += ncb) {
+        int64_t nc = n - jc < ncb ? n - jc : ncb;
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             float bt = pc == 0 ? beta : 1.0f;
