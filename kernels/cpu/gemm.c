@@ -211,15 +211,18 @@ static void pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
              * gather at fixed offsets from the sliver's window corners (a copy when
              * they are consecutive) */
             int64_t off[NR];
-            bool flat = cols == NR;
+            bool even = cols == NR; /* NR columns at one stride: a strided copy */
             for (int u = 0; u < nrun; u++)
                 for (int t = 0; t < rlen[u]; t++) off[rc0[u] + t] = rbase[u] + t * sw;
-            for (int c = 1; c < cols; c++) flat = flat && off[c] == off[0] + c;
+            for (int c = 1; c < cols; c++) even = even && off[c] == off[0] + c * sw;
             for (int64_t q = 0; q < kc; q++) {
                 float *restrict d = dst + q * NR;
                 int64_t coff = ci * hw + ky * w + kx;
-                if (flat) {
+                if (even && sw == 1) {
                     memcpy(d, x + off[0] + coff, NR * sizeof(float));
+                } else if (even && sw == 2) {
+                    const float *src = x + off[0] + coff;
+                    for (int t = 0; t < NR; t++) d[t] = src[2 * t];
                 } else {
                     int c = 0;
                     for (; c < cols; c++) d[c] = x[off[c] + coff];
