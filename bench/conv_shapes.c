@@ -81,8 +81,10 @@ static float *filled(int64_t n, uint32_t seed) {
     return v;
 }
 
-/* min ms per call of s at batch b, or a negative value when it could not run */
-static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool wall) {
+/* min ms per call of s at batch b, or a negative value when it could not run;
+ * *packed: whether the plan's packing took the weight (a build that packs
+ * only some convolutions at plan time packs the others per call) */
+static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool wall, bool *packed) {
     int64_t cin_g = s->cin / s->groups, kh = s->is1d ? 1 : s->k;
     int64_t xs[4] = {b, s->cin, s->h, s->w}, ws[4] = {s->cout, cin_g, kh, s->k}, bs[1] = {s->cout};
     if (s->is1d) {
@@ -93,6 +95,7 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
     float *x = filled(b * s->cin * s->h * s->w, 1), *w = filled(s->cout * cin_g * kh * s->k, 2);
     float *bias = filled(s->cout, 3);
     double best = -1;
+    *packed = false;
     if (x && w && bias) {
         ft_tensor *src[4] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, nd, xs, x),
                              ft_tensor_from_host(ctx, FT_DTYPE_F32, nd, ws, w),
@@ -103,7 +106,8 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
             src[1]->flags |= FT_TF_WEIGHT;
             y = ft_dispatch(ctx, s->is1d ? FT_OP_CONV1D : FT_OP_CONV2D, src, 4, &p, sizeof p);
         }
-        if (y && ft_cpu_conv_prepack(ctx, y)) {
+        *packed = y && ft_cpu_conv_prepack(ctx, y);
+        if (y) {
             for (int i = 0; i < iters + 1; i++) { /* the first call warms up */
                 double t0 = now_ms(wall);
                 int st = s->is1d ? ft_cpu_conv1d(ctx, y) : ft_cpu_conv2d(ctx, y);
@@ -159,17 +163,19 @@ int main(int argc, char **argv) {
     }
     printf("# min ms per call (%s), %d threads, batch %lld, %d iters\n", wall ? "wall" : "CPU time",
            threads, (long long)batch, iters);
-    printf("%-16s %5s %10s\n", "shape", "count", "ms");
+    printf("%-16s %5s %10s  %s\n", "shape", "count", "ms", "weight");
     int failed = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         if (only && !strstr(shapes[i].name, only)) continue;
-        double t = run_shape(ctx, &shapes[i], batch, iters, wall);
+        bool packed;
+        double t = run_shape(ctx, &shapes[i], batch, iters, wall, &packed);
         if (t < 0) {
             printf("%-16s %5d %10s (%s)\n", shapes[i].name, shapes[i].count, "failed", ft_ctx_errmsg(ctx));
             ft_ctx_clear_error(ctx);
             failed = 1;
         } else {
-            printf("%-16s %5d %10.3f\n", shapes[i].name, shapes[i].count, t);
+            printf("%-16s %5d %10.3f  %s\n", shapes[i].name, shapes[i].count, t,
+                   packed ? "prepacked" : "packed per call");
         }
         fflush(stdout);
     }
