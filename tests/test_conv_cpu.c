@@ -135,6 +135,7 @@ static void test_conv_threads(void) {
         {2, 96, 9, 9, 200, 1, 2, 0, 1, true},    /* strided 1x1 */
         {1, 48, 1, 75, 48, 32, 1, 16, 4, false}, /* grouped positional conv */
         {3, 30, 1, 101, 34, 3, 2, 0, 2, false},  /* feature-extractor-like, 2 groups */
+        {2, 1, 1, 403, 20, 10, 5, 0, 1, false},  /* WavLM's first layer: 1 channel, stride 5 */
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
         for (int th = 1; th <= 2; th++) run_case(&big[i], th, i % 2 ? FT_ACT_RELU : FT_ACT_GELU, i % 3 == 2);

@@ -223,6 +223,9 @@ static void pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
                 } else if (even && sw == 2) {
                     const float *src = x + off[0] + coff;
                     for (int t = 0; t < NR; t++) d[t] = src[2 * t];
+                } else if (even) {
+                    const float *src = x + off[0] + coff;
+                    for (int t = 0; t < NR; t++) d[t] = src[t * sw];
                 } else {
                     int c = 0;
                     for (; c < cols; c++) d[c] = x[off[c] + coff];
