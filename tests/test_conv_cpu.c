@@ -5,7 +5,8 @@
  * conv2d, batch 1 and 3 (micro-tiles that straddle two images), channel counts
  * and output widths off the 12/16 tile sizes, bias + activation or a residual
  * in the epilogue, the weights packed per call (eager) and at plan time
- * (ft_cpu_conv_prepack, grouped too), 1 and 2 threads (both thread splits).
+ * (ft_cpu_conv_prepack, grouped too), 1 and 2 threads (both thread splits);
+ * and the f32 max pooling that follows ResNet's stem.
  */
 #include "gemm_test_util.h"
 #include "../kernels/cpu/cpu_kernels.h"
@@ -141,6 +142,47 @@ static void test_conv_threads(void) {
         for (int th = 1; th <= 2; th++) run_case(&big[i], th, i % 2 ? FT_ACT_RELU : FT_ACT_GELU, i % 3 == 2);
 }
 
+/* ResNet's max pooling (between the stem and the first stage), whose f32 path
+ * takes a branch-free max on the columns whose windows lie inside the input:
+ * windows cut by the padding on every side, output rows wider than a vector,
+ * NaNs that must win, against a scalar reference (exact: a max rounds nothing). */
+static void test_maxpool_f32(void) {
+    static const int cfg[][3] = {{3, 2, 1}, {2, 2, 0}, {3, 1, 1}, {5, 3, 2}, {1, 1, 0}};
+    const int64_t pl = 6, h = 13, w = 37;
+    float *x = rvals(pl * h * w, FT_DTYPE_F32);
+    for (int64_t i = 0; i < pl * h * w; i += 97) x[i] = NAN;
+    int64_t xs[4] = {2, 3, h, w};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        int k = cfg[c][0], st = cfg[c][1], pd = cfg[c][2];
+        int64_t ho = (h + 2 * pd - k) / st + 1, wo = (w + 2 * pd - k) / st + 1;
+        ft_tensor *y = ft_maxpool2d(ctx, ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), k, st, pd);
+        CHECK(y != NULL, "maxpool2d k%d s%d p%d: %s", k, st, pd, ft_ctx_errmsg(ctx));
+        if (!y) continue;
+        float *got = malloc((size_t)(pl * ho * wo) * sizeof(float));
+        CHECK_OK(ctx, ft_tensor_to_host(ctx, y, FT_DTYPE_F32, got, (size_t)(pl * ho * wo) * sizeof(float)));
+        int bad = 0;
+        for (int64_t p = 0; p < pl; p++)
+            for (int64_t oy = 0; oy < ho; oy++)
+                for (int64_t ox = 0; ox < wo; ox++) {
+                    float m = -INFINITY;
+                    for (int a = 0; a < k; a++)
+                        for (int bq = 0; bq < k; bq++) {
+                            int64_t iy = oy * st - pd + a, ix = ox * st - pd + bq;
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                            float v = x[(p * h + iy) * w + ix];
+                            if (v > m || v != v) m = v;
+                        }
+                    float g = got[(p * ho + oy) * wo + ox];
+                    if (!(g == m || (g != g && m != m)) && !bad++)
+                        CHECK(0, "maxpool2d k%d s%d p%d [%lld,%lld,%lld] = %g, expected %g", k, st, pd,
+                              (long long)p, (long long)oy, (long long)ox, g, m);
+                }
+        free(got);
+        ft_ctx_reset(ctx);
+    }
+    free(x);
+}
+
 int main(void) {
     (void)ft_test_golden_dir;
     (void)odd;
@@ -151,6 +193,7 @@ int main(void) {
     }
     RUN(test_conv_sweep);
     RUN(test_conv_threads);
+    RUN(test_maxpool_f32);
     ft_ctx_free(ctx);
     return ft_test_finish();
 }
