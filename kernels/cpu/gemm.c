@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NR 16      /* micro-tile columns (one zmm, two ymm) */
+#define NR FT_CPU_GEMM_NR /* micro-tile columns (one zmm, two ymm) */
 #define MR_MAX 12  /* largest micro-tile rows */
 #define KC 256     /* depth of a packed block: an A sliver + a B sliver stay in L1 */
 #define MC 96      /* rows of a packed A block (a multiple of every MR): in L2 */
@@ -175,130 +175,6 @@ static void pack_b(bool tb, const float *b, int64_t ldb, int64_t p0, int64_t j0,
 }
 
 
-/*
- * The implicit im2col: rows p0.. and columns j0.. (global: image j / (OH*OW))
- * of a convolution's op(B) read straight from x into [kc][NR] slivers. A sliver's
- * columns are cut into runs that sit on one output row of one image; on row p
- * (channel, ky, kx) a run reads x with the convolution's stride, a run wholly
- * inside the image is a plain strided copy, one touching the padding is
- * checked element by element. Indices stay integers until they are in range.
- */
-static void pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64_t kc, int64_t nc,
-                        float *restrict pb) {
-    /* the geometry in locals: the float stores below could otherwise alias *v
-     * (the build has -fno-strict-aliasing) and force a reload per element */
-    const float *restrict x = v->x;
-    const int64_t h = v->h, w = v->w, kh = v->kh, kw = v->kw, sw = v->sw, ow = v->ow;
-    const int64_t khw = kh * kw, npi = v->oh * ow, hw = h * w;
-    for (int64_t s = 0; s < nc; s += NR) {
-        int cols = (int)(nc - s < NR ? nc - s : NR);
-        float *restrict dst = pb + s * kc;
-        int64_t rbase[NR], riy[NR], rix[NR];
-        int rc0[NR], rlen[NR], nrun = 0;
-        for (int c = 0; c < cols;) {
-            int64_t jj = j0 + s + c, b = jj / npi, pos = jj % npi, oy = pos / ow, ox = pos % ow;
-            int len = (int)(ow - ox < cols - c ? ow - ox : cols - c);
-            riy[nrun] = oy * v->sh - v->ph;
-            rix[nrun] = ox * sw - v->pw;
-            rbase[nrun] = b * v->x_bstride + riy[nrun] * w + rix[nrun];
-            rc0[nrun] = c;
-            rlen[nrun++] = len;
-            c += len;
-        }
-        int64_t ci = p0 / khw, ky = (p0 % khw) / kw, kx = p0 % kw;
-        if (v->ph == 0 && v->pw == 0) {
-            /* no padding: every tap of every window is inside x, so a row is a
-             * gather at fixed offsets from the sliver's window corners (a copy when
-             * they are consecutive) */
-            int64_t off[NR];
-            bool even = cols == NR; /* NR columns at one stride: a strided copy */
-            for (int u = 0; u < nrun; u++)
-                for (int t = 0; t < rlen[u]; t++) off[rc0[u] + t] = rbase[u] + t * sw;
-            for (int c = 1; c < cols; c++) even = even && off[c] == off[0] + c * sw;
-            for (int64_t q = 0; q < kc; q++) {
-                float *restrict d = dst + q * NR;
-                int64_t coff = ci * hw + ky * w + kx;
-                if (even && sw == 1) {
-                    memcpy(d, x + off[0] + coff, NR * sizeof(float));
-                } else if (even && sw == 2) {
-                    const float *src = x + off[0] + coff;
-                    for (int t = 0; t < NR; t++) d[t] = src[2 * t];
-                } else if (even) {
-                    const float *src = x + off[0] + coff;
-                    for (int t = 0; t < NR; t++) d[t] = src[t * sw];
-                } else {
-                    int c = 0;
-                    for (; c < cols; c++) d[c] = x[off[c] + coff];
-                    for (; c < NR; c++) d[c] = 0.0f;
-                }
-                if (++kx == kw) {
-                    kx = 0;
-                    if (++ky == kh) {
-                        ky = 0;
-                        ci++;
-                    }
-                }
-            }
-            continue;
-        }
-        if (nrun == 1 && cols == NR) {
-            /* one run of NR columns: whole slivers copied in the common case */
-            const int64_t iy0 = riy[0], ix0 = rix[0], base = rbase[0];
-            for (int64_t q = 0; q < kc; q++) {
-                float *restrict d = dst + q * NR;
-                int64_t iy = iy0 + ky, ix = ix0 + kx, o = base + ci * hw + ky * w + kx;
-                if (iy < 0 || iy >= h) {
-                    for (int t = 0; t < NR; t++) d[t] = 0.0f;
-                } else if (ix >= 0 && ix + (NR - 1) * sw < w) {
-                    if (sw == 1) memcpy(d, x + o, NR * sizeof(float));
-                    else
-                        for (int t = 0; t < NR; t++) d[t] = x[o + t * sw];
-                } else {
-                    for (int t = 0; t < NR; t++) {
-                        int64_t it = ix + t * sw;
-                        d[t] = it >= 0 && it < w ? x[o + t * sw] : 0.0f;
-                    }
-                }
-                if (++kx == kw) {
-                    kx = 0;
-                    if (++ky == kh) {
-                        ky = 0;
-                        ci++;
-                    }
-                }
-            }
-            continue;
-        }
-        for (int64_t q = 0; q < kc; q++) {
-            float *restrict d = dst + q * NR;
-            int64_t coff = ci * hw + ky * w + kx;
-            for (int u = 0; u < nrun; u++) {
-                float *restrict du = d + rc0[u];
-                int len = rlen[u];
-                int64_t iy = riy[u] + ky, ix = rix[u] + kx, o = rbase[u] + coff;
-                if (iy < 0 || iy >= h) {
-                    for (int t = 0; t < len; t++) du[t] = 0.0f;
-                } else if (ix >= 0 && ix + (len - 1) * sw < w) {
-                    for (int t = 0; t < len; t++) du[t] = x[o + t * sw];
-                } else {
-                    for (int t = 0; t < len; t++) {
-                        int64_t it = ix + t * sw;
-                        du[t] = it >= 0 && it < w ? x[o + t * sw] : 0.0f;
-                    }
-                }
-            }
-            for (int c = cols; c < NR; c++) d[c] = 0.0f;
-            if (++kx == kw) {
-                kx = 0;
-                if (++ky == kh) {
-                    ky = 0;
-                    ci++;
-                }
-            }
-        }
-    }
-}
-
 #ifdef FT_HAVE_GCC
 #pragma GCC pop_options
 #endif
@@ -413,7 +289,7 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
             /* op(B)'s slivers for columns j0 + jc.., packed now or once beforehand */
             const float *pb = bf->pb;
             if (pre) pb = pre->data + pc * pre->npad + (j0 + jc) * kc;
-            else if (cv) pack_b_conv(cv, pc, j0 + jc, kc, nc, bf->pb);
+            else if (cv) ft_cpu_pack_b_conv(cv, pc, j0 + jc, kc, nc, bf->pb);
             else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;

@@ -94,6 +94,14 @@ typedef struct ft_cpu_conv_view {
     int64_t c_bstride;       /* elements from one image of C to the next */
 } ft_cpu_conv_view;
 
+/* Columns of the micro-tile and of a packed B sliver. */
+#define FT_CPU_GEMM_NR 16
+
+/* conv_pack.c: rows p0.. and columns j0.. (global over the batch) of v's op(B)
+ * as nc / NR slivers [kc][NR] at pb (the last one zero-filled past nc). */
+void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64_t kc, int64_t nc,
+                        float *pb);
+
 /*
  * C = A * im2col(x) (+ beta C), epilogue ep (bias per row), for all `batch`
  * images in one product: image b's [M, oh*ow] block of C at c + b * c_bstride,
