@@ -1,6 +1,6 @@
 /*
  * test_conv_cpu.c - the CPU convolutions as implicit GEMMs (kernels/cpu/conv.c,
- * pack_b_conv in gemm.c) against a naive double-precision convolution written
+ * kernels/cpu/conv_pack.c) against a naive double-precision convolution written
  * here: kernels 1/3/7, strides 1/2, paddings 0/1/3, groups 1/2/3, conv1d and
  * conv2d, batch 1 and 3 (micro-tiles that straddle two images), channel counts
  * and output widths off the 12/16 tile sizes, bias + activation or a residual

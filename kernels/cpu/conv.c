@@ -2,7 +2,7 @@
  * conv.c - CPU kernels of conv1d and conv2d as implicit GEMMs: per group,
  * Y[cout_g, batch * OH * OW] = W_g[cout_g, Cin/g * KH * KW] * im2col(x), where
  * the GEMM packs im2col's slivers straight from the NCHW input
- * (ft_cpu_conv_view, pack_b_conv in gemm.c): no column matrix is written, the
+ * (ft_cpu_conv_view, kernels/cpu/conv_pack.c): no column matrix is written, the
  * whole batch is one product (the weights stream once per forward, not once per
  * image) and the bias/residual/activation epilogue is fused into the tile
  * stores. Plans pack each weight (per group) once (ft_cpu_conv_prepack). conv1d
