@@ -22,11 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NR 16      /* micro-tile columns (one zmm, two ymm) */
+#define NR FT_CPU_GEMM_NR /* micro-tile columns (one zmm, two ymm) */
 #define MR_MAX 12  /* largest micro-tile rows */
 #define KC 256     /* depth of a packed block: an A sliver + a B sliver stay in L1 */
 #define MC 96      /* rows of a packed A block (a multiple of every MR): in L2 */
 #define NC 4096    /* columns of a packed B panel */
+#ifndef CONV_NC
+#define CONV_NC 512 /* columns of a convolution's B panel (KC x CONV_NC: 512 KiB, in L2) */
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define FT_HAVE_GCC 1
@@ -172,6 +175,7 @@ static void pack_b(bool tb, const float *b, int64_t ldb, int64_t p0, int64_t j0,
     }
 }
 
+
 #ifdef FT_HAVE_GCC
 #pragma GCC pop_options
 #endif
@@ -246,25 +250,50 @@ static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr,
 
 /* One thread's share: the whole blocked loop nest on its own buffers. (i0, j0):
  * where this block sits in the whole C, for the epilogue's bias index. */
+/*
+ * A micro-tile of a convolution's C, whose columns jg.. may run past the end of
+ * one image's OH*OW columns into the next image's plane: computed in a local
+ * tile (holding C's values when the product accumulates) and scattered back.
+ */
+static void conv_tile(gemm_kernel kr, const ft_cpu_conv_view *cv, int64_t kc, const float *pa,
+                      const float *pb, float *c, int64_t ldc, float bt, int mr, int nr, int64_t jg,
+                      const ft_cpu_gemm_ep *ep, int64_t ig) {
+    int64_t npi = cv->oh * cv->ow, off[NR];
+    for (int j = 0; j < nr; j++) off[j] = (jg + j) / npi * cv->c_bstride + (jg + j) % npi;
+    float t[MR_MAX * NR];
+    if (bt != 0.0f)
+        for (int i = 0; i < mr; i++)
+            for (int j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + off[j]];
+    kr.fn(kc, pa, pb, t, NR, bt, mr, nr);
+    if (ep) tile_ep(ep, t, NR, mr, nr, ig, jg);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) c[i * ldc + off[j]] = t[i * NR + j];
+}
+
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float beta, float *c, int64_t ldc, const gemm_bufs *bf,
                         const ft_cpu_gemm_ep *ep, int64_t i0, int64_t j0, const ft_cpu_packed_b *pre,
-                        const ft_cpu_packed_b *prea) {
+                        const ft_cpu_packed_b *prea, const ft_cpu_conv_view *cv) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_c(m, n, beta, c, ldc);
         if (ep) tile_ep(ep, c, ldc, m, n, i0, j0);
         return;
     }
-    for (int64_t jc = 0; jc < n; jc += NC) {
-        int64_t nc = n - jc < NC ? n - jc : NC;
+    /* a convolution's B panel is cut to stay in L2: its columns are rebuilt
+     * from x per panel anyway, and with the batch as columns a whole-width panel
+     * (KC x batch*OH*OW) would spill */
+    const int64_t ncb = cv ? CONV_NC : NC;
+    for (int64_t jc = 0; jc < n; jc += ncb) {
+        int64_t nc = n - jc < ncb ? n - jc : ncb;
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             float bt = pc == 0 ? beta : 1.0f;
             /* op(B)'s slivers for columns j0 + jc.., packed now or once beforehand */
             const float *pb = bf->pb;
             if (pre) pb = pre->data + pc * pre->npad + (j0 + jc) * kc;
+            else if (cv) ft_cpu_pack_b_conv(cv, pc, j0 + jc, kc, nc, bf->pb);
             else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
@@ -276,10 +305,22 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
                     int nr = (int)(nc - jr < NR ? nc - jr : NR);
                     for (int64_t ir = 0; ir < mc; ir += kr.mr) {
                         int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
-                        float *ct = c + (ic + ir) * ldc + jc + jr;
+                        bool last = ep && pc + kc == k;
+                        float *ct;
+                        if (cv) {
+                            /* C's columns are image planes: c + b * c_bstride, row stride OH*OW */
+                            int64_t jg = j0 + jc + jr, npi = ldc, pos = jg % npi;
+                            if (pos + nr > npi) {
+                                conv_tile(kr, cv, kc, pa + ir * kc, pb + jr * kc, c + (ic + ir) * ldc,
+                                          ldc, bt, mr, nr, jg, last ? ep : NULL, i0 + ic + ir);
+                                continue;
+                            }
+                            ct = c + (ic + ir) * ldc + jg / npi * cv->c_bstride + pos;
+                        } else {
+                            ct = c + (ic + ir) * ldc + jc + jr;
+                        }
                         kr.fn(kc, pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
-                        if (ep && pc + kc == k)
-                            tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
+                        if (last) tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
                 }
             }
@@ -330,10 +371,40 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
     return ft_cpu_sgemm_ep(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
 }
 
+/*
+ * The split of a product whose A is packed once for all (a convolution weight)
+ * or whose B is read through the implicit im2col: a thread's time is its
+ * largest share of micro-tiles (the micro-kernel costs the same for a partial
+ * tile) times mr * NR * k FMAs, plus what it packs itself: its B columns (the
+ * im2col view costs about twice a plain copy), its A rows unless A came packed.
+ * Splitting the rows makes every thread pack the same B; splitting the columns
+ * leaves a ragged last micro-tile (49 = 3 x 16 + 1 columns at ResNet's 7 x 7).
+ */
+static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, bool a_packed,
+                              bool b_view, int *tm, int *tn) {
+    int64_t mt = (m + mr - 1) / mr, ntl = (n + NR - 1) / NR;
+    double best = -1;
+    *tm = 1;
+    *tn = 1;
+    for (int d = 1; d <= nt; d++) {
+        if (nt % d) continue;
+        int cn = d, cm = nt / d;
+        if (ntl < cn || mt < cm) continue;
+        double rt = (double)((mt + cm - 1) / cm), ct = (double)((ntl + cn - 1) / cn);
+        double cost = rt * ct * mr * NR * (double)k / 16.0 + ct * NR * (double)k * (b_view ? 2.0 : 1.0) +
+                      (a_packed ? 0.0 : rt * mr * (double)k);
+        if (best < 0 || cost < best) {
+            best = cost;
+            *tm = cm;
+            *tn = cn;
+        }
+    }
+}
+
 static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                       const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre,
-                      const ft_cpu_packed_b *prea) {
+                      const ft_cpu_packed_b *prea, const ft_cpu_conv_view *cv) {
     if (m <= 0 || n <= 0) return 0;
     if (ep && !ep->bias && ep->act == FT_ACT_NONE) ep = NULL;
     gemm_kernel kr = pick_kernel();
@@ -342,36 +413,44 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
     int tm = 1, tn = 1;
-    if (nt > 1 && (pre || prea) && (n + NR - 1) / NR >= nt)
-        tn = nt; /* an operand packed once for all: split the columns, each thread packs only its
-                  * slice of B (or the small A) */
+    if (nt > 1 && pre && (n + NR - 1) / NR >= nt)
+        tn = nt; /* B packed once for all: split the columns, each thread packs only its
+                  * slice of the small A */
+    else if (nt > 1 && (prea || cv))
+        choose_grid_tiles(nt, m, n, k, kr.mr, prea != NULL, cv != NULL, &tm, &tn);
     else if (nt > 1)
         choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
     if (tm * tn == 1) {
         gemm_bufs bf;
         if (bufs_alloc(&bf, sc, pre ? 0 : n, k)) return -1;
-        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre, prea);
+        gemm_serial(kr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &bf, ep, 0, 0, pre,
+                    prea, cv);
         bufs_free(&bf);
         return 0;
     }
-    /* block edges on micro-tile boundaries so no tile straddles two threads */
-    int64_t bm = round_up((m + tm - 1) / tm, kr.mr), bn = round_up((n + tn - 1) / tn, NR);
+    /* blocks of whole micro-tiles (no tile straddles two threads), as even as the
+     * tile counts allow */
+    int64_t mt = (m + kr.mr - 1) / kr.mr, ntl = (n + NR - 1) / NR;
     int failed = 0;
 #pragma omp parallel num_threads(tm * tn) reduction(| : failed)
     {
         int t = omp_get_thread_num();
         if (t == 0) ft_cpu_team_note(omp_get_num_threads());
-        int64_t i0 = (int64_t)(t / tn) * bm, j0 = (int64_t)(t % tn) * bn;
-        int64_t mi = m - i0 < bm ? m - i0 : bm, nj = n - j0 < bn ? n - j0 : bn;
+        int64_t ti = t / tn, tj = t % tn;
+        int64_t i0 = ti * mt / tm * kr.mr, i1 = (ti + 1) * mt / tm * kr.mr;
+        int64_t j0 = tj * ntl / tn * NR, j1 = (tj + 1) * ntl / tn * NR;
+        int64_t mi = (i1 < m ? i1 : m) - i0, nj = (j1 < n ? j1 : n) - j0;
         if (mi > 0 && nj > 0) {
             gemm_bufs bf;
             if (bufs_alloc(&bf, sc, pre ? 0 : nj, k)) {
                 failed = 1;
             } else {
                 const float *ab = prea ? NULL : ta ? a + i0 : a + i0 * lda;
-                const float *bb = pre ? NULL : tb ? b + j0 * ldb : b + j0;
-                gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta,
-                            c + i0 * ldc + j0, ldc, &bf, ep, i0, j0, pre, prea);
+                const float *bb = pre || cv ? NULL : tb ? b + j0 * ldb : b + j0;
+                /* a view's C is addressed by global column (image planes) */
+                float *cb = c + i0 * ldc + (cv ? 0 : j0);
+                gemm_serial(kr, ta, tb, mi, nj, k, alpha, ab, lda, bb, ldb, beta, cb, ldc, &bf, ep,
+                            i0, j0, pre, prea, cv);
                 bufs_free(&bf);
             }
         }
@@ -382,7 +461,7 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
 int ft_cpu_sgemm_ep(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                     const ft_cpu_gemm_ep *ep) {
-    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL, NULL);
+    return sgemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep, NULL, NULL, NULL);
 }
 
 #define PACKED_MAGIC 0x4b434150u /* "PACK" */
@@ -400,7 +479,7 @@ static ft_cpu_packed_b *packed_new(int64_t k, int64_t n, int64_t npad) {
         free(d);
         return NULL;
     }
-    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0};
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0, 1};
     return p;
 }
 
@@ -432,34 +511,56 @@ void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {
 int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
                         const ft_cpu_packed_b *pb, float beta, float *c, int64_t ldc,
                         const ft_cpu_gemm_ep *ep) {
-    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb, NULL);
+    return sgemm_impl(ta, false, m, pb->n, pb->k, alpha, a, lda, NULL, 0, beta, c, ldc, ep, pb, NULL, NULL);
+}
+
+ft_cpu_packed_b *ft_cpu_pack_a_groups(int64_t groups, int64_t m, int64_t k, const float *a,
+                                      int64_t lda) {
+    if (k <= 0 || m <= 0 || groups <= 0) return NULL;
+    int mr = pick_kernel().mr;
+    int64_t mpad = round_up(m, mr), kg;
+    if (!ft_mul_ok(k, groups, &kg)) return NULL;
+    ft_cpu_packed_b *p = packed_new(kg, m, mpad);
+    if (!p) return NULL;
+    p->k = k;
+    p->mr = mr;
+    p->groups = groups;
+    /* depth block pc of a group holds [mpad][kc] as mr-row slivers [kc][mr]:
+     * what pack_a writes for all the rows, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, nmb = (m + MC - 1) / MC, nb = groups * nkb * nmb;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nb > 1 && groups * k * m > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nb; t++) {
+        int64_t g = t / (nkb * nmb), r = t % (nkb * nmb);
+        int64_t pc = (r / nmb) * KC, ic = (r % nmb) * MC;
+        int64_t kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
+        pack_a(false, a + g * m * lda, lda, ic, pc, mc, kc, 1.0f, mr,
+               p->data + g * mpad * k + pc * mpad + ic * kc);
+    }
+    return p;
 }
 
 ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda) {
-    if (k <= 0 || m <= 0) return NULL;
-    int mr = pick_kernel().mr;
-    int64_t mpad = round_up(m, mr);
-    ft_cpu_packed_b *p = packed_new(k, m, mpad);
-    if (!p) return NULL;
-    float *d = p->data;
-    p->mr = mr;
-    /* depth block pc holds [mpad][kc] as mr-row slivers [kc][mr]: what pack_a
-     * writes for all the rows, so the blocked loop reads it in place */
-    int64_t nkb = (k + KC - 1) / KC, nmb = (m + MC - 1) / MC;
-#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * nmb > 1 && k * m > 65536 && !omp_in_parallel())
-    for (int64_t t = 0; t < nkb * nmb; t++) {
-        int64_t pc = (t / nmb) * KC, ic = (t % nmb) * MC;
-        int64_t kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
-        pack_a(false, a, lda, ic, pc, mc, kc, 1.0f, mr, d + pc * mpad + ic * kc);
-    }
-    return p;
+    return ft_cpu_pack_a_groups(1, m, k, a, lda);
 }
 
 int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
                           float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep) {
     /* the micro-kernel the panels were cut for (the CPU does not change) */
     if (pa->mr != pick_kernel().mr) return -1;
-    return sgemm_impl(false, false, pa->n, n, pa->k, 1.0f, NULL, 0, b, ldb, beta, c, ldc, ep, NULL, pa);
+    return sgemm_impl(false, false, pa->n, n, pa->k, 1.0f, NULL, 0, b, ldb, beta, c, ldc, ep, NULL, pa, NULL);
+}
+
+int ft_cpu_sgemm_conv(const ft_cpu_packed_b *pa, const float *a, int64_t lda, int64_t m,
+                      const ft_cpu_conv_view *v, int64_t batch, float beta, float *c,
+                      const ft_cpu_gemm_ep *ep) {
+    int64_t k = v->cin_g * v->kh * v->kw, npi = v->oh * v->ow;
+    if (k <= 0 || npi <= 0 || batch <= 0) return k <= 0 ? -1 : 0;
+    if (pa) {
+        if (pa->mr != pick_kernel().mr || pa->k != k) return -1;
+        m = pa->n;
+    }
+    return sgemm_impl(false, false, m, batch * npi, k, 1.0f, pa ? NULL : a, lda, NULL, 0, beta, c,
+                      npi, ep, NULL, pa, v);
 }
 
 int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -491,7 +592,7 @@ int ft_cpu_sgemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
         for (int64_t i = 0; i < batch; i++)
             if (ok)
                 gemm_serial(kr, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL, NULL);
+                            ldb, beta, c + i * stride_c, ldc, &bf, NULL, 0, 0, NULL, NULL, NULL);
         if (ok) bufs_free(&bf);
     }
     return failed ? -1 : 0;

@@ -59,6 +59,8 @@ typedef struct ft_cpu_packed_b {
     const void *src; /* the tensor data it was packed from (a consistency check) */
     int mr;          /* 0: op(B) panels ([K, N], n = N); else op(A) panels of mr rows
                       * (A [M, K] row-major, n = M, npad = M rounded up to mr) */
+    int64_t groups;  /* op(A) of a grouped convolution: `groups` panel sets of n rows
+                      * each, set g at data + g * npad * k (1 otherwise) */
 } ft_cpu_packed_b;
 ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
 void ft_cpu_packed_b_free(ft_cpu_packed_b *p);
@@ -74,7 +76,45 @@ ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda
 int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
                           float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep);
 
-/* conv.c: packs an ungrouped convolution node's weight as A panels into
+/* `groups` row blocks of A, block g = m rows at a + g * m * lda, each packed as
+ * its own A panels (a grouped convolution weight); NULL when out of memory. */
+ft_cpu_packed_b *ft_cpu_pack_a_groups(int64_t groups, int64_t m, int64_t k, const float *a,
+                                      int64_t lda);
+
+/*
+ * op(B) of a convolution read in place from its NCHW input, the implicit
+ * im2col: row p = (channel c, ky, kx) of K = cin_g * kh * kw, column j = (image
+ * b, oy, ox) of N = batch * oh * ow, value x[b][c][oy*sh + ky - ph][ox*sw + kx - pw]
+ * or 0 in the padding. The GEMM packs its slivers straight from x; nothing of
+ * size K x N is ever written.
+ */
+typedef struct ft_cpu_conv_view {
+    const float *x;          /* channel 0 of the group, image 0 */
+    int64_t cin_g, h, w, kh, kw, oh, ow, sh, sw, ph, pw;
+    int64_t x_bstride;       /* elements from one image of x to the next */
+    int64_t c_bstride;       /* elements from one image of C to the next */
+} ft_cpu_conv_view;
+
+/* Columns of the micro-tile and of a packed B sliver. */
+#define FT_CPU_GEMM_NR 16
+
+/* conv_pack.c: rows p0.. and columns j0.. (global over the batch) of v's op(B)
+ * as nc / NR slivers [kc][NR] at pb (the last one zero-filled past nc). */
+void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64_t kc, int64_t nc,
+                        float *pb);
+
+/*
+ * C = A * im2col(x) (+ beta C), epilogue ep (bias per row), for all `batch`
+ * images in one product: image b's [M, oh*ow] block of C at c + b * c_bstride,
+ * row stride oh*ow. A is pa (ft_cpu_pack_a / one group of ft_cpu_pack_a_groups,
+ * K must match) or, when pa is NULL, a [M, K] row-major with lda.
+ * 0, or -1 on OOM or a pa cut for another micro-kernel.
+ */
+int ft_cpu_sgemm_conv(const ft_cpu_packed_b *pa, const float *a, int64_t lda, int64_t m,
+                      const ft_cpu_conv_view *v, int64_t batch, float beta, float *c,
+                      const ft_cpu_gemm_ep *ep);
+
+/* conv.c: packs a convolution node's weight (per group) as A panels into
  * node->extra; true when it did. */
 bool ft_cpu_conv_prepack(ft_ctx *ctx, ft_tensor *node);
 

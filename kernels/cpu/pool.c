@@ -54,6 +54,51 @@ FT_CPU_KERNEL_DEF(pool_dim) {
     return FT_OK;
 }
 
+/*
+ * f32 max pooling one output row at a time: for each tap (ky, kx) of the
+ * window, in the reference's order, one pass over the row's outputs, so the
+ * columns whose windows lie inside the input (all but the padded edges) take a
+ * branch-free max that vectorises; the edges keep the bounds checks. A NaN wins
+ * and stays, as in the per-element loop below.
+ */
+static void maxpool2d_f32(const float *restrict x, float *restrict y, int64_t planes, int64_t h,
+                          int64_t w, int64_t ho, int64_t wo, const ft_params_maxpool *p) {
+    const int64_t k = p->kernel, s = p->stride, pd = p->padding;
+    /* outputs [oxa, oxb) read columns ox * s - pd + kx inside [0, w) for every kx */
+    int64_t oxa = (pd + s - 1) / s, oxb = w - k + pd >= 0 ? (w - k + pd) / s + 1 : 0;
+    if (oxb > wo) oxb = wo;
+    if (oxa > oxb) oxa = oxb;
+#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (planes * ho * wo >= FT_CPU_PAR_MIN / 4 && planes * ho > 1)
+    for (int64_t ph = 0; ph < planes * ho; ph++) {
+        const int64_t pl = ph / ho, oy = ph % ho;
+        float *restrict yr = y + ph * wo;
+        for (int64_t ox = 0; ox < wo; ox++) yr[ox] = -INFINITY; /* padding never wins */
+        for (int64_t ky = 0; ky < k; ky++) {
+            const int64_t iy = oy * s - pd + ky;
+            if (iy < 0 || iy >= h) continue;
+            const float *xr = x + (pl * h + iy) * w;
+            for (int64_t kx = 0; kx < k; kx++) {
+                for (int64_t ox = 0; ox < oxa; ox++) {
+                    const int64_t ix = ox * s - pd + kx;
+                    if (ix < 0 || ix >= w) continue;
+                    const float v = xr[ix];
+                    if (v > yr[ox] || v != v) yr[ox] = v;
+                }
+                for (int64_t ox = oxa; ox < oxb; ox++) {
+                    const float v = xr[ox * s - pd + kx], m = yr[ox];
+                    yr[ox] = v > m || v != v ? v : m;
+                }
+                for (int64_t ox = oxb; ox < wo; ox++) {
+                    const int64_t ix = ox * s - pd + kx;
+                    if (ix < 0 || ix >= w) continue;
+                    const float v = xr[ix];
+                    if (v > yr[ox] || v != v) yr[ox] = v;
+                }
+            }
+        }
+    }
+}
+
 FT_CPU_KERNEL_DEF(maxpool2d) {
     const ft_tensor *x = dst->src[0];
     const ft_params_maxpool *p = FT_PARAMS(dst, ft_params_maxpool);
@@ -65,6 +110,10 @@ FT_CPU_KERNEL_DEF(maxpool2d) {
     const int64_t n = planes * ho * wo;
     if (n == 0) return FT_OK;
     const ft_dtype dt = x->dtype;
+    if (dt == FT_DTYPE_F32) {
+        maxpool2d_f32(x->data, dst->data, planes, h, w, ho, wo, p);
+        return FT_OK;
+    }
 
 #pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (n >= FT_CPU_PAR_MIN / 4 && planes * ho > 1)
     for (int64_t ph = 0; ph < planes * ho; ph++) {
