@@ -11,6 +11,7 @@
  */
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "scratch.h"
 #include "../../engine/ft_checked.h"
 
 #include <omp.h>
@@ -128,9 +129,16 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
     } else if (ft_cpu_gemm_threads() > 1 && g->groups >= ft_cpu_gemm_threads()) {
         /* many small grouped products: one group (all images) per thread */
         int failed = 0;
-#pragma omp parallel for num_threads(ft_cpu_threads()) schedule(dynamic, 1) reduction(| : failed)
-        for (int64_t gi = 0; gi < g->groups; gi++)
-            if (conv_group(g, fx.p, fw.p, y, gi, beta, epp, pk)) failed = 1;
+        ft_cpu_scratch *sc = ft_cpu_scratch_cur();
+#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
+        {
+            /* each thread's serial GEMMs take its own slot of the kernel's scratch */
+            ft_cpu_scratch *prev = ft_cpu_scratch_swap(sc);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t gi = 0; gi < g->groups; gi++)
+                if (conv_group(g, fx.p, fw.p, y, gi, beta, epp, pk)) failed = 1;
+            ft_cpu_scratch_swap(prev);
+        }
         if (failed) goto oom;
     } else {
         for (int64_t gi = 0; gi < g->groups; gi++)
