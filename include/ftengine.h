@@ -248,13 +248,9 @@ typedef struct ft_mem_stats {
     size_t peak_allocated; /* high-water mark of `allocated` */
     uint64_t n_sys_alloc;  /* calls to the system allocator (malloc / cudaMalloc) */
     uint64_t n_alloc;      /* allocations served (cache hits included) */
-    /* host memory a CPU context keeps outside the allocator (not in the counts above
-     * nor under mem_limit): kernel scratch (GEMM packing buffers, f32 staging,
-     * attention rows; sized on first use, kept until ft_ctx_free) and eager mode's
-     * cache of packed linear weights (at most 1 GiB, FT_CPU_PACK_CACHE_MB=N caps it,
-     * 0 turns it off) */
-    size_t cpu_scratch;
-    size_t cpu_pack_cache;
+    /* CPU host memory outside the allocator and mem_limit: kernel scratch (kept until
+     * ft_ctx_free) and eager mode's packed-weight cache (FT_CPU_PACK_CACHE_MB, default 1024) */
+    size_t cpu_scratch, cpu_pack_cache;
 } ft_mem_stats;
 
 ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx);
