@@ -17,6 +17,9 @@
 #                        the framework-tax study: sweeps, figures, report.md (docs/report.md)
 #   make install PREFIX=/usr/local   (header, libraries, tool, ftengine.pc)
 
+# the first rule in this file is not `all` (tests' helper libraries come earlier)
+.DEFAULT_GOAL := all
+
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build

@@ -17,6 +17,14 @@ case "$B" in /*) ;; *) B="$root/$B" ;; esac
 export OMP_NUM_THREADS=1 # a busy 2-core host otherwise slows tiny models 100x
 tmp=$(mktemp -d /tmp/ft_test_install_XXXXXX) || { bad "mktemp"; finish; }
 
+# a bare `make` builds the library and the tool (the Makefile's header says so); a
+# helper library's rule above `all` once made it the default goal
+if (cd "$root" && $MAKE_CMD -pnq 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'); then
+    ok "make with no target builds all"
+else
+    bad "make with no target does not build all (.DEFAULT_GOAL)"
+fi
+
 # the examples from a directory that is not the repository root
 for ex in bert_forward framework_tax; do
     [ -x "$B/examples/$ex" ] || { echo "  SKIP $ex: not built"; skip=$((skip + 1)); continue; }
