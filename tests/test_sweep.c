@@ -3,7 +3,8 @@
  * docs/report.md): the sweep CSV's columns and provenance, a failed point kept as a
  * row with its status while the sweep goes on (exit 1), --resume keeping measured
  * points, the JSON summaries of bench and sweep, `version`'s commit, bench's
- * provenance header and --ops-csv, and `info --presets` counting without weights.
+ * provenance header and --ops-csv, `info --presets` counting without weights, and
+ * the OpenMP wait policy the header names.
  */
 #include "ft_test.h"
 #include "ft_tool.h"
@@ -281,6 +282,34 @@ static void test_presets(void) {
     ft_ctx_free(ctx);
 }
 
+/* The header names the OpenMP wait policy: the tool's short spin when the user set
+ * none (it re-executes itself with GOMP_SPINCOUNT, and the marker it uses for that
+ * does not leak), else the user's variables, untouched. */
+static void test_wait_policy(void) {
+    char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    char keep_pol[64] = "", keep_spin[64] = "";
+    if (pol) snprintf(keep_pol, sizeof keep_pol, "%s", pol);
+    if (spin) snprintf(keep_spin, sizeof keep_spin, "%s", spin);
+    const char *a[] = {"bench", model, "--iters", "1", "--warmup", "0", "--threads", "1", NULL};
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    result r = run_tool(a);
+    CHECK(r.code == 0 && strstr(r.out, "OpenMP wait: GOMP_SPINCOUNT=1000 (the tool's default)"),
+          "no policy set: exit %d, header: %.600s", r.code, r.out);
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    r = run_tool(a);
+    CHECK(r.code == 0 && strstr(r.out, "OpenMP wait: OMP_WAIT_POLICY=passive (environment)"),
+          "user's policy: exit %d, header: %.600s", r.code, r.out);
+    unsetenv("OMP_WAIT_POLICY");
+    setenv("GOMP_SPINCOUNT", "7", 1);
+    r = run_tool(a);
+    CHECK(r.code == 0 && strstr(r.out, "OpenMP wait: GOMP_SPINCOUNT=7 (environment)"),
+          "user's spin count: exit %d, header: %.600s", r.code, r.out);
+    unsetenv("GOMP_SPINCOUNT");
+    if (keep_pol[0]) setenv("OMP_WAIT_POLICY", keep_pol, 1);
+    if (keep_spin[0]) setenv("GOMP_SPINCOUNT", keep_spin, 1);
+}
+
 int main(void) {
     const char *b = getenv("FT_BUILD");
     snprintf(tool, sizeof tool, "%s/ftengine", b && *b ? b : "build");
@@ -295,6 +324,7 @@ int main(void) {
     RUN(test_resume);
     RUN(test_bench_outputs);
     RUN(test_presets);
+    RUN(test_wait_policy);
     ft_test_tmpdir_remove();
     return ft_test_finish();
 }

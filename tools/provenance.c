@@ -4,6 +4,7 @@
  * so a new commit relinks the tool and rebuilds nothing of the library.
  */
 #include "provenance.h"
+#include "omp_policy.h"
 
 #include <math.h>
 #include <omp.h>
@@ -70,7 +71,11 @@ void prov_date(char *buf, size_t size) {
 void prov_print(FILE *f, const prov *p, const char *date) {
     fprintf(f, "provenance: ftengine %s, commit %s, date %s\n", p->version, p->commit, date);
     fprintf(f, "host: %s\n", p->host[0] ? p->host : "unknown CPU");
-    if (p->threads[0]) fprintf(f, "threads: %s (%s)\n", p->threads, p->threads_source);
+    if (p->threads[0]) {
+        char w[96];
+        fprintf(f, "threads: %s (%s); OpenMP wait: %s\n", p->threads, p->threads_source,
+                ft_tool_omp_wait(w, sizeof w));
+    }
     fprintf(f, "build: CUDA %s\n", p->cuda[0] ? p->cuda : "none (CPU-only build)");
 }
 
