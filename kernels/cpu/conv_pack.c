@@ -9,6 +9,17 @@
 
 #include <string.h>
 
+/* The next row p = (channel, ky, kx) of im2col's K order. */
+static inline void next_tap(int64_t *ci, int64_t *ky, int64_t *kx, int64_t kh, int64_t kw) {
+    if (++*kx == kw) {
+        *kx = 0;
+        if (++*ky == kh) {
+            *ky = 0;
+            ++*ci;
+        }
+    }
+}
+
 #define NR FT_CPU_GEMM_NR
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -72,13 +83,7 @@ void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
                     for (; c < cols; c++) d[c] = x[off[c] + coff];
                     for (; c < NR; c++) d[c] = 0.0f;
                 }
-                if (++kx == kw) {
-                    kx = 0;
-                    if (++ky == kh) {
-                        ky = 0;
-                        ci++;
-                    }
-                }
+                next_tap(&ci, &ky, &kx, kh, kw);
             }
             continue;
         }
@@ -100,13 +105,7 @@ void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
                         d[t] = it >= 0 && it < w ? x[o + t * sw] : 0.0f;
                     }
                 }
-                if (++kx == kw) {
-                    kx = 0;
-                    if (++ky == kh) {
-                        ky = 0;
-                        ci++;
-                    }
-                }
+                next_tap(&ci, &ky, &kx, kh, kw);
             }
             continue;
         }
@@ -129,13 +128,7 @@ void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
                 }
             }
             for (int c = cols; c < NR; c++) d[c] = 0.0f;
-            if (++kx == kw) {
-                kx = 0;
-                if (++ky == kh) {
-                    ky = 0;
-                    ci++;
-                }
-            }
+            next_tap(&ci, &ky, &kx, kh, kw);
         }
     }
 }
