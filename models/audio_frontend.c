@@ -201,17 +201,19 @@ static ft_tensor *frame_mask(ft_ctx *ctx, const ft_audio_frontend *a, ft_tensor 
     return ft_sub(ctx, ft_relu(ctx, ft_scale(ctx, d, 1.0f, 1.0f)), ft_relu(ctx, d));
 }
 
-/* Positional conv embedding of x [B, T, D]: weight-normed grouped conv, last frame
- * dropped when the kernel is even, activation; returned as [B, T, D]. */
+/* Positional conv embedding of x [B, T, D]: weight-normed grouped conv, activation,
+ * last frame dropped when the kernel is even; returned as [B, T, D]. HF drops the
+ * frame before the activation; an elementwise activation does not care, and
+ * applied to the conv's whole output it is the conv's epilogue in graph mode. */
 static ft_tensor *pos_conv(ft_ctx *ctx, const ft_audio_frontend *a, ft_tensor *x) {
     int64_t T = ft_tensor_dim(x, 1);
     ft_tensor *wt = ft_weight_norm(ctx, a->pos_g, a->pos_v, 2); /* [D, D/G, K] */
     ft_tensor *y = ft_conv1d(ctx, ft_transpose(ctx, x, 1, 2), wt, a->pos_b, 1, (int)(a->pos_k / 2),
                              (int)a->pos_groups); /* [B, D, T (+1)] */
     ft_tensor_release(ctx, wt);
-    ft_tensor *act = ft_model_act(ctx, a->feat_act, ft_slice(ctx, y, 2, 0, T));
+    ft_tensor *act = ft_model_act(ctx, a->feat_act, y);
     ft_tensor_release(ctx, y);
-    return ft_transpose(ctx, act, 1, 2);
+    return ft_transpose(ctx, ft_slice(ctx, act, 2, 0, T), 1, 2);
 }
 
 ft_tensor *ft_audio_encoder_input(ft_model *m, ft_ctx *ctx, const ft_audio_frontend *a, ft_tensor *x,
