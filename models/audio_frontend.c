@@ -167,10 +167,20 @@ ft_tensor *ft_audio_features(ft_ctx *ctx, const ft_audio_frontend *a, ft_tensor 
             ft_tensor_release(ctx, y);
             y = n;
         } else if (cv->norm_w) {
-            /* LayerNorm over channels (nn.LayerNorm default eps, not layer_norm_eps) */
+            /* LayerNorm over channels (nn.LayerNorm default eps, not layer_norm_eps) on
+             * [B, L, C]. The activation reads it transposed back and writes [B, C, L] itself
+             * (no copy for the way back); after the last conv it stays [B, L, C], returned
+             * as a [B, C, L] view, which is the layout the feature projection reads. */
             ft_tensor *n = ft_layernorm(ctx, ft_transpose(ctx, y, 1, 2), cv->norm_w, cv->norm_b, 1e-5f);
             ft_tensor_release(ctx, y);
-            y = ft_contiguous(ctx, ft_transpose(ctx, n, 1, 2));
+            if (i == a->n_conv - 1) {
+                ft_tensor *act = ft_model_act(ctx, a->feat_act, n);
+                ft_tensor_release(ctx, n);
+                h = ft_transpose(ctx, act, 1, 2);
+                ft_tensor_release(ctx, act);
+                break;
+            }
+            y = ft_transpose(ctx, n, 1, 2);
             ft_tensor_release(ctx, n);
         }
         h = ft_model_act(ctx, a->feat_act, y);

@@ -54,7 +54,8 @@ int64_t ft_audio_samples_needed(const ft_audio_frontend *a, int64_t t);
  * (optional) [B, T] of 0/1 with enough ones per row for one frame. */
 ft_status ft_audio_validate(ft_model *m, const ft_audio_frontend *a);
 
-/* Conv feature encoder: input [B, T] -> [B, C, T']. */
+/* Conv feature encoder: input [B, T] -> [B, C, T'] (with the "layer" norm a view of
+ * [B, T', C], the layout ft_audio_project reads). */
 ft_tensor *ft_audio_features(ft_ctx *ctx, const ft_audio_frontend *a, ft_tensor *input);
 /* Feature projection of feat [B, C, T']: x [B, T', D]; *normed (when not NULL) receives the
  * LayerNormed features [B, T', C] (wav2vec2's extract_features), NULL without proj_ln. */
