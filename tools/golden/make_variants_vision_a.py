@@ -147,7 +147,7 @@ def make_case(name, spec, outdir, seed):
             del model.p[k]
     if cfg["model_type"] == "vit":
         ih, iw = tm.torch_zoo_vision_a._pair(model.cfg["image_size"])
-        x = torch.rand(spec["batch"], 3, ih, iw, generator=gen, dtype=torch.float64).float().double()
+        x = torch.rand(spec["batch"], model.ch, ih, iw, generator=gen, dtype=torch.float64).float().double()
         inputs = {"pixel_values": x}
     else:
         x, m = audio(gen, spec["lengths"], max(spec["lengths"]), spec.get("garbage", True))
