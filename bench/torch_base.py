@@ -39,7 +39,18 @@ DEFAULTS = {
                   conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
                   conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, num_buckets=320,
                   max_bucket_distance=800, do_stable_layer_norm=False),
+    # bench/torch_zoo_vision_a.py
+    "vit": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                hidden_act="gelu", layer_norm_eps=1e-12, image_size=224, patch_size=16, num_channels=3,
+                qkv_bias=True),
+    "wav2vec2": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                     hidden_act="gelu", layer_norm_eps=1e-5, feat_extract_norm="group",
+                     feat_extract_activation="gelu", conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2],
+                     conv_kernel=[10, 3, 3, 3, 3, 2, 2], conv_bias=False, num_conv_pos_embeddings=128,
+                     num_conv_pos_embedding_groups=16, do_stable_layer_norm=False, mask_time_prob=0.05,
+                     mask_feature_prob=0.0),
 }
+DEFAULTS["hubert"] = dict(DEFAULTS["wav2vec2"], feat_proj_layer_norm=True)
 
 # ftengine's presets (models/*.c): model_type + the keys each sets over the class defaults
 PRESETS = {
@@ -55,7 +66,15 @@ PRESETS = {
     "resnet-50": ("resnet", {}),
     "resnet-101": ("resnet", dict(depths=[3, 4, 23, 3])),
     "wavlm-base": ("wavlm", {}),
+    "vit-base-patch16-224": ("vit", {}),
+    "vit-base-patch32-224": ("vit", dict(patch_size=32)),
+    "wav2vec2-base": ("wav2vec2", {}),
+    "wav2vec2-large-lv60": ("wav2vec2", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                             intermediate_size=4096, feat_extract_norm="layer",
+                                             do_stable_layer_norm=True, conv_bias=True)),
+    "hubert-base-ls960": ("hubert", {}),
 }
+PRESETS["hubert-large-ll60k"] = ("hubert", PRESETS["wav2vec2-large-lv60"][1])
 
 
 def full_config(cfg):

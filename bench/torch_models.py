@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_base import (F, PRESETS, TORCH_ERROR, HFModel, act_fn, full_config, gelu_new,  # noqa: E402,F401
                         preset_config, text_inputs, torch)
+import torch_zoo_vision_a  # noqa: E402
 
 
 # --------------------------------------------------------------------------- BERT, DistilBERT
@@ -686,6 +687,7 @@ class WavLM(HFModel):
 
 CLASSES = {"bert": Bert, "distilbert": DistilBert, "mobilebert": MobileBert, "funnel": Funnel, "resnet": ResNet,
            "wavlm": WavLM}
+CLASSES.update(torch_zoo_vision_a.CLASSES)  # vit, wav2vec2, hubert
 
 
 def build(cfg, **kw):

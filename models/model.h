@@ -200,6 +200,9 @@ extern const ft_arch ft_arch_funnel;
 extern const ft_arch ft_arch_mobilebert;
 extern const ft_arch ft_arch_resnet;
 extern const ft_arch ft_arch_wavlm;
+extern const ft_arch ft_arch_vit;
+extern const ft_arch ft_arch_wav2vec2;
+extern const ft_arch ft_arch_hubert;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);
