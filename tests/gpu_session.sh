@@ -349,7 +349,7 @@ dry() {
 }
 
 # Lines of a step's log worth reading without opening the bundle.
-KEYS='^(model|device|latency|gemm|graph: (trace|kernels)|profile|gpu-check|  (PASS|FAIL))|FAILED|[Ee]rror|RESULT|passed|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) |ORT|torch|no GPU'
+KEYS='^(model|device|latency|gemm|graph: (trace|kernels)|profile|gpu-check|  (PASS|FAIL))|FAILED|[Ee]rror|RESULT|passed|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) |ORT|torch|no GPU|^== |REFUSED|ERROR SUMMARY|^compute-sanitizer|^golden summary|^    kernels: |skipping|timed out|MISSING'
 
 # step NAME CMD...: runs CMD with the stage's time left as its timeout, its
 # output in steps/NN-NAME.log (in the bundle); the log gets the command, exit
@@ -384,7 +384,7 @@ step() {
     src=$?
     used=$(($(date +%s) - now))
     echo "[$name: exit $src, $used s${STEP_BOX:+ of a $box s box}]" >>"$LOG"
-    grep -E "$KEYS" "$slog" | head -n 60 >>"$LOG"
+    if [ "$name" = prepare ]; then cat "$slog" >>"$LOG"; else grep -E "$KEYS" "$slog" | head -n 80 >>"$LOG"; fi
     st=ok
     grep -q '^REFUSED' "$slog" && st=refused
     if [ $src -ne 0 ]; then

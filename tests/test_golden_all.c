@@ -88,7 +88,12 @@ static void missing_arch(ft_ctx *ctx, const char *name, char *why, size_t n) {
 }
 
 static const char *cur_case;
+static int cur_index;
 static ft_dtype cur_dtype;
+/* per case, for the summary line: runs that matched, failed; why skipped */
+static int n_match[MAX_CASES], n_fail[MAX_CASES];
+static char skipped[MAX_CASES][160];
+static char failed_runs[MAX_CASES][160];
 
 static void run_case(void) {
     if (!ft_cuda_device_count()) {
@@ -111,6 +116,7 @@ static void run_case(void) {
     ft_ctx_free(ctx);
     if (why[0]) {
         SKIP("%s", why);
+        snprintf(skipped[cur_index], sizeof skipped[0], "%s", why);
         return;
     }
     const char *req_lh[] = {"last_hidden_state", NULL};
@@ -131,6 +137,14 @@ static void run_case(void) {
                                      have_pooler ? req_pool : req_lh, tol);
         printf("    %s %s %s: %s\n", cur_case, ft_mode_name((ft_mode)mode), ft_dtype_name(cur_dtype),
                fails ? "FAILED" : "matches");
+        if (fails) {
+            size_t k = strlen(failed_runs[cur_index]);
+            snprintf(failed_runs[cur_index] + k, sizeof failed_runs[0] - k, "%s%s %s", k ? ", " : "",
+                     ft_mode_name((ft_mode)mode), ft_dtype_name(cur_dtype));
+            n_fail[cur_index]++;
+        } else {
+            n_match[cur_index]++;
+        }
         ran++;
     }
     if (!ran) SKIP("no mode selected (FT_GOLDEN_MODES=%s)", modes);
@@ -156,9 +170,23 @@ int main(void) {
             char *name = names[i * 3 + (int)k];
             snprintf(name, sizeof names[0], "test_cuda_golden_%.120s_%s", cases[i], dn);
             cur_case = cases[i];
+            cur_index = i;
             cur_dtype = all[k];
             ft_test_run(run_case, name);
         }
     }
+    /* one line for a log: which cases matched in every run, which failed where, which were skipped */
+    printf("golden summary (CUDA):");
+    for (int pass = 0; pass < 3; pass++) {
+        printf(pass == 0 ? " all runs match:" : pass == 1 ? "; failed:" : "; skipped:");
+        int any = 0;
+        for (int i = 0; i < n_cases; i++) {
+            if (pass == 0 && n_match[i] && !n_fail[i]) printf("%s %s", any++ ? "," : "", cases[i]);
+            if (pass == 1 && n_fail[i]) printf("%s %s (%s)", any++ ? "," : "", cases[i], failed_runs[i]);
+            if (pass == 2 && skipped[i][0]) printf("%s %s", any++ ? "," : "", cases[i]);
+        }
+        if (!any) printf(" none");
+    }
+    printf("\n");
     return ft_test_finish();
 }
