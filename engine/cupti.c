@@ -26,7 +26,9 @@
  *   unsubscribe at stop); below it that request is refused and said so.
  * - cuptiSubscribe first: if another CUPTI client (Nsight Systems/Compute,
  *   compute-sanitizer) is attached it fails, and the profiler goes on with
- *   its host timers only.
+ *   its host timers only. Those tools set CUDA_INJECTION64_PATH, which a
+ *   profiler checks when it is made (no CUPTI call), so a tool can say so in
+ *   its header.
  * - API records only of the calls that launch or copy (launch, memcpy,
  *   memset, graph launch; runtime and driver), enabled per callback id, not
  *   the whole RUNTIME and DRIVER kinds: every other API call of the process
@@ -471,7 +473,17 @@ ft_status ft_cupti_acquire(size_t max_records, char *msg, size_t msg_size) {
         }
         /* No probe subscription here: under CUPTI 13.0 even a subscription
          * dropped at once may count as the process's first session, and this
-         * runs before the timed loops. Another client shows at the first window. */
+         * runs before the timed loops. The tools that hold CUPTI (Nsight
+         * Systems/Compute, compute-sanitizer) are injected through
+         * CUDA_INJECTION64_PATH, which says so up front at no cost; anything
+         * else shows at the first window, when cuptiSubscribe is refused. */
+        const char *inj = getenv("CUDA_INJECTION64_PATH");
+        if (st == FT_OK && inj && *inj) {
+            if (msg && msg_size)
+                snprintf(msg, msg_size, "another CUPTI client is attached (CUDA_INJECTION64_PATH=%.60s: Nsight "
+                                        "Systems/Compute, compute-sanitizer?): CUPTI off, host timers only", inj);
+            st = FT_ERR_UNSUPPORTED;
+        }
     }
     pthread_mutex_unlock(&g.life);
     return st;

@@ -349,7 +349,7 @@ dry() {
 }
 
 # Lines of a step's log worth reading without opening the bundle.
-KEYS='^(model|device|latency|gemm|graph: (trace|kernels)|profile|gpu-check|  (PASS|FAIL))|FAILED|[Ee]rror|RESULT|passed|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) |ORT|torch|no GPU|^== |REFUSED|ERROR SUMMARY|^compute-sanitizer|^golden summary|^    kernels: |skipping|timed out|MISSING'
+KEYS='^(model|device|latency|gemm|graph: (trace|kernels)|profile|gpu-check|  (PASS|FAIL))|FAILED|[Ee]rror|RESULT|passed|^[0-9]+ +(eager|graph|static)|^(eager|graph|static) |ORT|torch|no GPU|^== |REFUSED|ERROR SUMMARY|^compute-sanitizer|^golden summary|^    kernels: |skipping|timed out|MISSING|^[a-z0-9-]+ b[0-9]+ (fp16|fp32|bf16) '
 
 # step NAME CMD...: runs CMD with the stage's time left as its timeout, its
 # output in steps/NN-NAME.log (in the bundle); the log gets the command, exit
@@ -512,7 +512,7 @@ headline() {
         n=$(basename "$f" .log)
         n=${n#[0-9][0-9]-}
         grep -h '^latency ms' "$f" 2>/dev/null | sed "s/^/  $n: /"
-        grep -h -E '^bert-base b1 .* (median|FAILED|timed out)' "$f" 2>/dev/null | sed 's/^/  peer: /'
+        grep -h -E '^[a-z0-9-]+ b[0-9]+ (fp16|fp32|bf16) ' "$f" 2>/dev/null | sed 's/^/  peer: /'
     done
     echo
 }
@@ -553,7 +553,7 @@ day)
         --json "$W/main-fp16.json"
     # 5. the peers on this GPU, same shapes; torch.compile inside its own box
     tstep peers env PYTHONUNBUFFERED=1 python3 bench/baselines/hf_latency.py --model bert-base --batch 1 --seq 128 \
-        --dtype fp16 --peers --compile-box 35 --json "$W/peers-bert-base.json"
+        --dtype fp16 --peers --compile-box 50 --json "$W/peers-bert-base.json"
     # 6. one profiled static run, in its own process: replay kernels given to plan steps
     # shellcheck disable=SC2086
     tstep profiled "$TOOL" bench $bert --mode static --iters 20 --warmup 5 --phases \

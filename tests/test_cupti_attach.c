@@ -264,6 +264,33 @@ static void test_cuda_cupti_no_per_api_control(void) {
     CHECK(r.sessions == 1 && (r.kinds_ever & (1ull << CUPTI_ACTIVITY_KIND_DRIVER)),
           "%d sessions, kinds %#llx", r.sessions, r.kinds_ever);
 }
+/* A tool that holds CUPTI (nsys, ncu, compute-sanitizer) is injected through
+ * CUDA_INJECTION64_PATH: the profiler says so when it is made, without a CUPTI
+ * call, and runs its windows on host timers. */
+static void test_cuda_cupti_injected_tool(void) {
+    ft_ctx *ctx = NULL;
+    ft_profiler *p = NULL;
+    if (ft_ctx_create(FT_DEVICE_CUDA, &ctx) != FT_OK) {
+        CHECK(0, "no CUDA context");
+        return;
+    }
+    int sessions = ft_emu_cupti_sessions();
+    setenv("CUDA_INJECTION64_PATH", "libToolsInjection64.so", 1);
+    CHECK_OK(ctx, ft_profiler_create(ctx, NULL, &p));
+    unsetenv("CUDA_INJECTION64_PATH");
+    const char *note = p ? ft_profiler_cupti_note(p) : "";
+    CHECK(strstr(note, "another CUPTI client") && strstr(note, "CUDA_INJECTION64_PATH"), "note: '%s'", note);
+    if (p) {
+        CHECK_OK(ctx, ft_profiler_start(p));
+        CHECK_OK(ctx, ft_profiler_stop(p));
+        ft_profile_summary s;
+        ft_profiler_summary(p, &s);
+        CHECK(!s.cupti && s.cupti_note[0], "CUPTI %d with a tool injected", s.cupti);
+    }
+    CHECK(ft_emu_cupti_sessions() == sessions, "a CUPTI session was opened with a tool injected");
+    ft_profiler_free(p);
+    ft_ctx_free(ctx);
+}
 #else
 static void test_cuda_cupti_one_session(void) { SKIP("needs the emulator's fake CUPTI"); }
 #endif
@@ -291,6 +318,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_cupti_window_sessions_on_fixed_cupti);
     RUN(test_cuda_cupti_second_session_misattributes);
     RUN(test_cuda_cupti_no_per_api_control);
+    RUN(test_cuda_cupti_injected_tool);
 #endif
     return ft_test_finish();
 }
