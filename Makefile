@@ -302,10 +302,10 @@ GPU_PRE_LINK  = -L$(GPU_PRE)/lib -lftengine -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLA
 GPU_PRE_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
 .PHONY: gpu-prebuild gpu-prebuild-inner
 gpu-prebuild:
+	@test -n "$(NVCC)" || { echo "gpu-prebuild: nvcc not found (PATH, CUDA_HOME, /usr/local/cuda): nothing for a GPU to run" >&2; exit 1; }
 	@command -v sha256sum >/dev/null || { echo "gpu-prebuild: needs sha256sum" >&2; exit 1; }
 	$(MAKE) CUDA_ARCH=$(GPU_PRE_ARCH) BUILD=$(GPU_PRE)-obj EMU=0 GPU_PRE=$(GPU_PRE) gpu-prebuild-inner
 gpu-prebuild-inner: $(GPU_PRE_BINS)
-	@test -n "$(NVCC)" || { echo "gpu-prebuild: nvcc not found: nothing for a GPU to run" >&2; exit 1; }
 	@sh tests/gpu_session.sh stamp > $(GPU_PRE)/STAMP.tmp
 	@{ echo "arch: $(CUDA_ARCH)"; echo "nvcc: $(CUDA_VER)"; echo "commit: $(FT_COMMIT)"; \
 	   echo "built: $$(date -u +%Y-%m-%dT%H:%M:%SZ) on $$(uname -n)"; } >> $(GPU_PRE)/STAMP.tmp
