@@ -475,8 +475,23 @@ use_prebuilt() {
             why="was built from other sources ($have; this checkout: $want)"
         elif [ "$arch" != "$cap" ]; then
             why="was built for sm_$arch, this GPU is sm_$cap"
-        elif ! v=$("$PRE/bin/ftengine" --version 2>&1); then
-            why="does not run here: $(echo "$v" | tail -n 1)"
+        else
+            # the CUDA libraries may live elsewhere than on the machine that built it
+            if ldd "$PRE/lib/libftengine.so" 2>/dev/null | grep -q 'not found'; then
+                nv=$(command -v nvcc 2>/dev/null)
+                extra=""
+                for d in ${CUDA_HOME:+$CUDA_HOME/lib64} ${nv:+$(dirname "$nv")/../lib64} /usr/local/cuda/lib64 \
+                    /usr/local/cuda-13*/lib64; do
+                    [ -d "$d" ] && extra="$extra${extra:+:}$d"
+                done
+                LD_LIBRARY_PATH=$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+                export LD_LIBRARY_PATH
+                echo "prebuilt: CUDA libraries not where they were at build time: LD_LIBRARY_PATH=$LD_LIBRARY_PATH" |
+                    tee -a "$LOG"
+            fi
+            if ! v=$("$PRE/bin/ftengine" --version 2>&1); then
+                why="does not run here: $(echo "$v" | tail -n 1)"
+            fi
         fi
     fi
     if [ -z "$why" ]; then
