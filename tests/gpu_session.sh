@@ -568,7 +568,7 @@ day)
         --json "$W/main-fp16.json"
     # 5. the peers on this GPU, same shapes; torch.compile inside its own box
     tstep peers env PYTHONUNBUFFERED=1 python3 bench/baselines/hf_latency.py --model bert-base --batch 1 --seq 128 \
-        --dtype fp16 --peers --compile-box 50 --json "$W/peers-bert-base.json"
+        --dtype fp16 --peers --compile-box 40 --json "$W/peers-bert-base.json"
     # 6. one profiled static run, in its own process: replay kernels given to plan steps
     # shellcheck disable=SC2086
     tstep profiled "$TOOL" bench $bert --mode static --iters 20 --warmup 5 --phases \
