@@ -9,6 +9,8 @@
 #   make tsan-test       ThreadSanitizer run of tests/test_threads.c (CPU-only build in build/tsan)
 #   make gpu-check       on a GPU machine: build for the local GPU, run everything,
 #                        compute-sanitizer memcheck + racecheck (tests/gpu_check.sh)
+#   make gpu-prebuild    here, no GPU needed: build/gpu-sm90, what the one-call GPU day
+#                        runs (sh tests/gpu_session.sh day OUT; docs/gpu_session.md)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16 ARGS="--iters 50"]
 #                        (defaults: DEVICE cuda if a GPU answers nvidia-smi, else cpu; DTYPE fp32)
 #   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
@@ -281,6 +283,52 @@ kernel-bench: $(KBENCH)
 	$(KBENCH)
 	-@python3 bench/kernels/torch_kernels.py
 $(BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+
+# ---------------------------------------------------------------------------
+# gpu-prebuild: everything `sh tests/gpu_session.sh day` runs on a GPU machine,
+# built here for sm_$(GPU_PRE_ARCH) so the device call spends no time compiling
+# (docs/gpu_session.md). Objects go to $(GPU_PRE)-obj; $(GPU_PRE) gets only what
+# travels with the call (its size in the docs): the shared library (one copy of
+# the kernels), the tool, the test programs with CUDA tests (every tests/test_*.c
+# naming FT_DEVICE_CUDA), the kernel bench and framework_tax, linked against it
+# with an $$ORIGIN rpath and stripped, and STAMP (the sources' hash the day
+# script compares, commit, dirty state, nvcc, arch).
+# ---------------------------------------------------------------------------
+GPU_PRE_ARCH ?= 90
+GPU_PRE      ?= build/gpu-sm$(GPU_PRE_ARCH)
+GPU_PRE_TESTS := $(basename $(notdir $(shell grep -l FT_DEVICE_CUDA tests/test_*.c 2>/dev/null)))
+GPU_PRE_BINS := $(GPU_PRE)/lib/libftengine.so $(GPU_PRE)/bin/ftengine $(GPU_PRE_TESTS:%=$(GPU_PRE)/tests/%) \
+                $(GPU_PRE)/bench/kernel_bench $(GPU_PRE)/examples/framework_tax
+GPU_PRE_LINK  = -L$(GPU_PRE)/lib -lftengine -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS) $(LDLIBS)
+GPU_PRE_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
+.PHONY: gpu-prebuild gpu-prebuild-inner
+gpu-prebuild:
+	@test -n "$(NVCC)" || { echo "gpu-prebuild: nvcc not found (PATH, CUDA_HOME, /usr/local/cuda): nothing for a GPU to run" >&2; exit 1; }
+	@command -v sha256sum >/dev/null || { echo "gpu-prebuild: needs sha256sum" >&2; exit 1; }
+	$(MAKE) CUDA_ARCH=$(GPU_PRE_ARCH) BUILD=$(GPU_PRE)-obj EMU=0 GPU_PRE=$(GPU_PRE) gpu-prebuild-inner
+gpu-prebuild-inner: $(GPU_PRE_BINS)
+	@sh tests/gpu_session.sh stamp > $(GPU_PRE)/STAMP.tmp
+	@{ echo "arch: $(CUDA_ARCH)"; echo "nvcc: $(CUDA_VER)"; echo "commit: $(FT_COMMIT)"; \
+	   echo "built: $$(date -u +%Y-%m-%dT%H:%M:%SZ) on $$(uname -n)"; } >> $(GPU_PRE)/STAMP.tmp
+	@mv $(GPU_PRE)/STAMP.tmp $(GPU_PRE)/STAMP
+	@echo "gpu-prebuild: $(GPU_PRE) holds $$(find $(GPU_PRE) -type f | wc -l) files, $$(du -sk $(GPU_PRE) | cut -f1) KiB:"
+	@cat $(GPU_PRE)/STAMP
+$(GPU_PRE)/lib/libftengine.so: $(LIB_SO)
+	@mkdir -p $(dir $@)
+	strip --strip-unneeded -o $@ $<
+$(GPU_PRE)/bin/ftengine: $(TOOL_SRCS) $(TOOL_HDRS) $(COMMIT_H) $(GPU_PRE)/lib/libftengine.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(GPU_PRE_CFLAGS) -s -o $@ $(TOOL_SRCS) $(GPU_PRE_LINK)
+$(GPU_PRE)/tests/%: tests/%.c tests/ft_test.h $(GPU_PRE)/lib/libftengine.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(GPU_PRE_CFLAGS) -s -o $@ $< $(GPU_PRE_LINK)
+$(GPU_PRE)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+$(GPU_PRE)/bench/kernel_bench: bench/kernels/kernel_bench.c $(GPU_PRE)/lib/libftengine.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(GPU_PRE_CFLAGS) -s -o $@ $< $(GPU_PRE_LINK)
+$(GPU_PRE)/examples/framework_tax: examples/framework_tax.c $(GPU_PRE)/lib/libftengine.so
+	@mkdir -p $(dir $@)
+	$(CC) -Iinclude $(GPU_PRE_CFLAGS) -s -o $@ $< $(GPU_PRE_LINK)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

@@ -226,9 +226,10 @@ static int env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Programmatic dependent launch: on for sm_90+ unless FT_DISABLE_PDL is set or
- * the probe finds the driver refusing it (then off, with the reason in the
- * device label; the context still works). */
+/* Programmatic dependent launch: on for sm_90+ running kernels built from
+ * sm_90+ PTX, unless FT_DISABLE_PDL is set or the probe finds the driver
+ * refusing it (then off, with the reason in the device label; the context
+ * still works). */
 static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
     s->pdl = 0;
     if (ctx->opt_pdl == FT_OPT_OFF) {
@@ -241,6 +242,23 @@ static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
     }
     if (s->sm_major < 9) {
         snprintf(s->pdl_note, sizeof s->pdl_note, "needs sm_90 or newer");
+        return FT_OK;
+    }
+    /* The device is not enough: the kernels must wait in their prologue, which
+     * only code compiled from sm_90+ PTX does (a CUDA_ARCH=80 build JIT-ed on
+     * an H100 runs with an empty prologue, and PDL would let it race). */
+    int ptx = 0, bin = 0;
+    if (ft_cuda_kernel_arch(ctx, &ptx, &bin) != FT_OK) {
+        snprintf(s->pdl_note, sizeof s->pdl_note, "cannot tell which code the kernels run: %s",
+                 ft_ctx_errmsg(ctx));
+        (void)cudaGetLastError();
+        ft_ctx_clear_error(ctx);
+        return FT_OK;
+    }
+    if (ptx < 90 || bin < 90) {
+        snprintf(s->pdl_note, sizeof s->pdl_note,
+                 "kernels compiled from compute_%d PTX (sm_%d code): no griddepcontrol.wait in their prologue",
+                 ptx, bin);
         return FT_OK;
     }
     s->pdl = 1;

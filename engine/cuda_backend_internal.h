@@ -94,7 +94,8 @@ int ft_cuda_capturing(ft_ctx *ctx);
 /* Enables TF32 for f32 GEMMs on this context (off by default; results change). */
 void ft_cuda_set_allow_tf32(ft_ctx *ctx, int on);
 /* 1 when the context launches its kernels with programmatic dependent launch:
- * sm_90 or newer, FT_DISABLE_PDL unset, and the probe below passed. */
+ * sm_90 or newer, kernels compiled from sm_90+ PTX (their prologue waits),
+ * FT_DISABLE_PDL unset, and the probe below passed. */
 int ft_cuda_pdl(ft_ctx *ctx);
 /* Runs the launches programmatic dependent launch will make, once, on the
  * context's stream (kernels/cuda/copy.cu): a memset then two dependent PDL
@@ -102,6 +103,14 @@ int ft_cuda_pdl(ft_ctx *ctx);
  * an error that says which step the driver refused. Uses cudaMalloc: never
  * call it while the stream is capturing. */
 ft_status ft_cuda_pdl_probe(ft_ctx *ctx);
+/* The code the device runs for the engine's kernels (kernels/cuda/pdl.cu asks
+ * about its probe kernel, built like all the others): *ptx the PTX virtual
+ * architecture it was compiled from, *bin the binary's, both as major * 10 +
+ * minor (cudaFuncGetAttributes). A build for an older architecture run on a
+ * Hopper GPU is JIT-compiled from compute_80 PTX, say: binary 90, PTX 80, and
+ * its FT_KERNEL_PROLOGUE is empty (no griddepcontrol.wait before sm_90), so
+ * PDL launches of it would race. */
+ft_status ft_cuda_kernel_arch(ft_ctx *ctx, int *ptx, int *bin);
 /* The operands of the GEMM a plan is being built for, as cublasLtMatmul takes
  * them (cuBLASLt's A is our B): the autotuner times the candidates on them. */
 typedef struct ft_gemm_tune_call {

@@ -7,18 +7,28 @@
  * Design choices, after the CUPTI notes in shared/specs/tracing.md:
  * - One time domain: a timestamp callback returning ft_prof_now_ns() is
  *   registered before any activity kind is enabled.
- * - Attached only while a window is open: ft_cupti_window_begin subscribes
- *   and enables the activity kinds, ft_cupti_window_end disables them and
- *   unsubscribes, so work timed outside a started profiler (the headline
- *   latencies of bench, sweep, framework_tax) runs with no CUPTI subscriber
- *   and nothing enabled. Never finalized (cuptiFinalize and graphs crashed
- *   before CUDA 12.6). The one caveat of attaching per window: CUPTI before
- *   13.1 Update 1 could give graph launches wrong correlation ids in
- *   sessions after the first (release notes); the replay attribution of a
- *   later window reports what it could not attribute rather than guess.
+ * - One CUPTI session per process, as CUPTI 13.0 needs it: the first
+ *   profiler window subscribes and enables the activity kinds, and they stay
+ *   on for the rest of the process; later windows only flush, drop what came
+ *   between windows and collect again. Release notes: CUPTI before 13.1
+ *   Update 1 gives cudaGraphLaunch calls and their kernels wrong correlation
+ *   ids in every session after the first (so a re-attach per window would
+ *   misattribute every replay of a later window), and 13.0 Update 1 fixes a
+ *   deadlock when CONCURRENT_KERNEL is disabled; PyTorch measured a 10-20%
+ *   slowdown of later work that stays until cuptiFinalize. Hence: nothing
+ *   touches CUPTI before the first window (no probe subscription at profiler
+ *   creation), and a process that opened a window must not time anything
+ *   afterwards (bench, the GPU session: headline numbers in processes that
+ *   never profile; docs/gpu_session.md). Never finalized (cuptiFinalize and
+ *   graphs crashed before CUDA 12.6). On a CUPTI at or past the fix
+ *   (cuptiGetVersion >= FT_CUPTI_GRAPH_CORR_FIXED), FT_CUPTI_SESSION=window
+ *   restores the older attach-per-window behaviour (subscribe at start,
+ *   unsubscribe at stop); below it that request is refused and said so.
  * - cuptiSubscribe first: if another CUPTI client (Nsight Systems/Compute,
  *   compute-sanitizer) is attached it fails, and the profiler goes on with
- *   its host timers only.
+ *   its host timers only. Those tools set CUDA_INJECTION64_PATH, which a
+ *   profiler checks when it is made (no CUPTI call), so a tool can say so in
+ *   its header.
  * - API records only of the calls that launch or copy (launch, memcpy,
  *   memset, graph launch; runtime and driver), enabled per callback id, not
  *   the whole RUNTIME and DRIVER kinds: every other API call of the process
@@ -39,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int ft_cupti_session_per_window_ok(uint32_t version) { return version >= FT_CUPTI_GRAPH_CORR_FIXED; }
 
 #ifdef FT_WITH_CUPTI
 #include <cupti.h>
@@ -61,7 +73,11 @@ static struct {
     pthread_mutex_t life; /* attach / detach; never taken by CUPTI's callbacks */
     pthread_mutex_t mu;   /* pool and store; the buffer callbacks take it */
     int state;            /* 0 not set up, 1 set up, -1 unusable */
-    int attached;         /* subscribed and enabled (a window is open) */
+    int attached;         /* subscribed and enabled: the process's CUPTI session */
+    int window;           /* a profiler window is open (collecting) */
+    int per_window;       /* FT_CUPTI_SESSION=window honoured: detach at each window end */
+    int sessions;         /* sessions this process opened (subscribe + enable) */
+    uint32_t version;     /* cuptiGetVersion, read at the first window; 0 unknown */
     int registered;       /* buffer and timestamp callbacks registered (once) */
     int api_kinds;        /* API records by whole kinds (no per-API control here) */
     uint8_t rt_on[16], drv_on[32]; /* which of runtime_cbids / driver_cbids are on */
@@ -355,8 +371,20 @@ static CUptiResult enable_api_records(void) {
     return r;
 }
 
-/* Subscribes and enables collection for one window; g.life held, g.mu not (CUPTI
- * may ask for a buffer from inside these calls). Fills msg on failure. */
+/* Whether this process may attach per window (FT_CUPTI_SESSION=window) rather
+ * than keep its one session: only asked for, and only on a CUPTI whose later
+ * sessions get graph launches right. g.life held. */
+static void choose_session_policy(void) {
+    const char *e = getenv("FT_CUPTI_SESSION");
+    uint32_t v = 0;
+    if (cuptiGetVersion(&v) != CUPTI_SUCCESS) v = 0;
+    g.version = v;
+    g.per_window = e && !strcmp(e, "window") && ft_cupti_session_per_window_ok(v);
+}
+
+/* Subscribes and enables collection: the process's CUPTI session; g.life held,
+ * g.mu not (CUPTI may ask for a buffer from inside these calls). Fills msg on
+ * failure. */
 static ft_status attach(char *msg, size_t msg_size) {
     CUptiResult r = cuptiSubscribe(&g.sub, (CUpti_CallbackFunc)noop_cb, NULL);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -393,9 +421,14 @@ static ft_status attach(char *msg, size_t msg_size) {
         r = enable_api_records();
     }
     g.attached = 1;
+    g.sessions++;
     if (r != CUPTI_SUCCESS) {
         set_msg(msg, msg_size, "%s failed: %s (%d): CUPTI off, host timers only", step, r);
         detach(n_kinds);
+        /* a second try would be a second session (CUPTI < 13.1 Update 1 mislabels
+         * graph launches there): CUPTI stays off for the process */
+        snprintf(g.why, sizeof g.why, "%s", msg && msg_size ? msg : "CUPTI could not be enabled");
+        g.state = -1;
         return FT_ERR_UNSUPPORTED;
     }
     return FT_OK;
@@ -437,20 +470,19 @@ ft_status ft_cupti_acquire(size_t max_records, char *msg, size_t msg_size) {
         if (bad) {
             if (msg && msg_size) snprintf(msg, msg_size, "out of host memory for %zu CUPTI records", max_records);
             st = FT_ERR_OOM;
-        } else if (!g.attached) {
-            /* Another CUPTI client (nsys, ncu, compute-sanitizer) is found now, not at
-             * the first window, so a tool can say so in its header: a subscription with
-             * nothing enabled, dropped at once (no record, no callback, no cost later). */
-            CUpti_SubscriberHandle probe;
-            CUptiResult r = cuptiSubscribe(&probe, (CUpti_CallbackFunc)noop_cb, NULL);
-            if (r == CUPTI_SUCCESS) {
-                (void)cuptiUnsubscribe(probe);
-            } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-                if (msg && msg_size)
-                    snprintf(msg, msg_size, "another CUPTI client is attached (Nsight Systems/Compute, "
-                                            "compute-sanitizer?): CUPTI off, host timers only");
-                st = FT_ERR_UNSUPPORTED;
-            }
+        }
+        /* No probe subscription here: under CUPTI 13.0 even a subscription
+         * dropped at once may count as the process's first session, and this
+         * runs before the timed loops. The tools that hold CUPTI (Nsight
+         * Systems/Compute, compute-sanitizer) are injected through
+         * CUDA_INJECTION64_PATH, which says so up front at no cost; anything
+         * else shows at the first window, when cuptiSubscribe is refused. */
+        const char *inj = getenv("CUDA_INJECTION64_PATH");
+        if (st == FT_OK && inj && *inj) {
+            if (msg && msg_size)
+                snprintf(msg, msg_size, "another CUPTI client is attached (CUDA_INJECTION64_PATH=%.60s: Nsight "
+                                        "Systems/Compute, compute-sanitizer?): CUPTI off, host timers only", inj);
+            st = FT_ERR_UNSUPPORTED;
         }
     }
     pthread_mutex_unlock(&g.life);
@@ -470,18 +502,20 @@ ft_status ft_cupti_window_begin(char *msg, size_t msg_size) {
     pthread_mutex_lock(&g.life);
     ft_status st = FT_OK;
     if (g.state <= 0) {
-        if (msg && msg_size) snprintf(msg, msg_size, "CUPTI is not set up");
+        if (msg && msg_size) snprintf(msg, msg_size, "%s", g.state < 0 ? g.why : "CUPTI is not set up");
         st = FT_ERR_UNSUPPORTED;
-    } else if (g.attached) {
+    } else if (g.window) {
         if (msg && msg_size) snprintf(msg, msg_size, "another profiler window is open in this process");
         st = FT_ERR_INVALID_ARG;
-    } else {
+    } else if (!g.attached) {
+        if (!g.sessions) choose_session_policy();
         st = attach(msg, msg_size);
     }
     if (st == FT_OK) {
-        /* anything delivered from before the window is dropped, not counted */
+        /* anything delivered from before the window (or between windows: the
+         * session stays enabled) is dropped, not counted */
         st = flush("window start", msg, msg_size);
-        if (st != FT_OK) detach(N_OF(kinds_enabled));
+        if (st != FT_OK && g.per_window) detach(N_OF(kinds_enabled));
     }
     if (st == FT_OK) {
         size_t lost = 0;
@@ -491,6 +525,7 @@ ft_status ft_cupti_window_begin(char *msg, size_t msg_size) {
         g.dropped = g.overhead_ns = 0;
         g.collecting = 1;
         pthread_mutex_unlock(&g.mu);
+        g.window = 1;
     }
     pthread_mutex_unlock(&g.life);
     return st;
@@ -503,17 +538,21 @@ static int cmp_ext(const void *a, const void *b) {
 
 ft_status ft_cupti_window_end(char *msg, size_t msg_size) {
     pthread_mutex_lock(&g.life);
-    if (!g.attached) {
+    if (!g.window) {
         pthread_mutex_unlock(&g.life);
         if (msg && msg_size) snprintf(msg, msg_size, "no CUPTI window is open");
         return FT_ERR_INVALID_ARG;
     }
     ft_status st = flush("window end", msg, msg_size);
-    /* nothing stays subscribed or enabled outside a window */
-    detach(N_OF(kinds_enabled));
+    /* the session stays (see the top of this file) unless per-window attaching
+     * was asked for on a CUPTI where that is safe */
+    if (g.per_window) detach(N_OF(kinds_enabled));
+    g.window = 0;
+    pthread_mutex_lock(&g.mu);
+    g.collecting = 0; /* what arrives from now on is dropped at its buffer's completion */
+    pthread_mutex_unlock(&g.mu);
     pthread_mutex_unlock(&g.life);
     pthread_mutex_lock(&g.mu);
-    g.collecting = 0;
     /* join: runtime call, kernels, copies share a correlation id; the external
      * correlation record maps it to the op record index pushed by the profiler */
     qsort(g.ext, g.n_ext, sizeof *g.ext, cmp_ext);
@@ -555,6 +594,15 @@ const char *ft_cupti_string(uint32_t offset) {
 uint64_t ft_cupti_dropped(void) { return g.dropped; }
 uint64_t ft_cupti_overhead_ns(void) { return g.overhead_ns; }
 
+void ft_cupti_session_info(ft_cupti_session *s) {
+    pthread_mutex_lock(&g.life);
+    s->sessions = g.sessions;
+    s->attached = g.attached;
+    s->per_window = g.per_window;
+    s->version = g.version;
+    pthread_mutex_unlock(&g.life);
+}
+
 #else /* !FT_WITH_CUPTI */
 
 static ft_status no_cupti(char *msg, size_t msg_size) {
@@ -583,5 +631,6 @@ const char *ft_cupti_string(uint32_t offset) {
 }
 uint64_t ft_cupti_dropped(void) { return 0; }
 uint64_t ft_cupti_overhead_ns(void) { return 0; }
+void ft_cupti_session_info(ft_cupti_session *s) { memset(s, 0, sizeof *s); }
 
 #endif

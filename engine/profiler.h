@@ -87,6 +87,24 @@ uint64_t ft_cupti_dropped(void);
 /* Nanoseconds of CUPTI OVERHEAD records in the closed window. */
 uint64_t ft_cupti_overhead_ns(void);
 
+/* The first CUPTI whose later sessions give cudaGraphLaunch calls and their
+ * kernels the right correlation ids (13.1 Update 1, by its release notes). Its
+ * cuptiGetVersion number is not known here: 13.1's first number (1301zz,
+ * zz = 01 for its first update, as 13.0 Update 1 is 130001) is taken, so a
+ * CUPTI that numbers its update otherwise errs on the safe side (one session). */
+#define FT_CUPTI_GRAPH_CORR_FIXED 130101u
+/* 1 if a CUPTI of this cuptiGetVersion may open more than one session per
+ * process (FT_CUPTI_SESSION=window is honoured only then). */
+int ft_cupti_session_per_window_ok(uint32_t version);
+/* The process's CUPTI sessions so far (engine/cupti.c keeps one, see there). */
+typedef struct ft_cupti_session {
+    int sessions;     /* subscribe + enable cycles this process made */
+    int attached;     /* the session is on now */
+    int per_window;   /* FT_CUPTI_SESSION=window honoured */
+    uint32_t version; /* cuptiGetVersion at the first window; 0 before it or unknown */
+} ft_cupti_session;
+void ft_cupti_session_info(ft_cupti_session *s);
+
 
 /* ---- the profiler object (engine/profiler.c; written out by profiler_trace.c) ---- */
 

@@ -615,10 +615,10 @@ const char *ft_preset_name(int i);
  * installed by start and removed by stop). Inside a window each op pays about a
  * dozen clock reads, plus an external-correlation push/pop with CUPTI. Record
  * storage is allocated by create (max_ops records); ops past it are counted in
- * ops_dropped, never allocated on the fly. CUPTI is in the process only while a
- * window is open: start subscribes and enables it (kernel, copy and memset
- * records, and API records of the launch/copy/memset calls only), stop disables
- * it and unsubscribes, so work timed with no window open carries no CUPTI cost.
+ * ops_dropped, never allocated on the fly. CUPTI: the process's first start
+ * subscribes and enables it (kernel/copy/memset records, launch/copy API records
+ * only) and it stays on (CUPTI 13.0 mislabels graph launches in later sessions):
+ * time nothing in a process after its first profiler start.
  *
  * One profiler per context; free it before the context. With CUPTI on, one window
  * may be open at a time in the process (CUPTI state is process-wide). Misuse
@@ -731,9 +731,9 @@ typedef struct ft_profile_summary {
 /** The last window's summary. FT_ERR_INVALID_ARG for NULL arguments; valid = 0 before
  *  the first stop. */
 ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out);
-/** Why this profiler collects no CUPTI records on its CUDA context, known from
- *  ft_profiler_create on (e.g. another CUPTI client such as Nsight Systems is
- *  attached: then host timers only); "" when it collects them, or on the CPU. */
+/** Why this profiler collects no CUPTI records on its CUDA context (known from create,
+ *  or from the process's first start: e.g. another CUPTI client such as Nsight Systems
+ *  is attached, then host timers only); "" when it collects them, or on the CPU. */
 const char *ft_profiler_cupti_note(const ft_profiler *p);
 
 /** One op record of the last window. */

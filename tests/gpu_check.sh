@@ -36,7 +36,7 @@ case "$cap" in
 esac
 name=$("$SMI" --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 
-B=${FT_GPU_BUILD:-build/gpu-sm$cap}
+B=${FT_GPU_BUILD:-build/gpu-check-sm$cap}
 J=$(nproc 2>/dev/null || echo 4)
 SAN=$(command -v compute-sanitizer 2>/dev/null)
 [ -z "$SAN" ] && [ -n "$CUDA_HOME" ] && [ -x "$CUDA_HOME/bin/compute-sanitizer" ] && SAN=$CUDA_HOME/bin/compute-sanitizer

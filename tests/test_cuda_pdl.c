@@ -19,14 +19,19 @@
 #include "profiler.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef FT_WITH_CUDA
 #include "cuda_backend_internal.h"
 #endif
 #ifdef FT_CUDA_EMU
 #include "emu/emu.h"
+/* what FT_KERNEL_PROLOGUE is on the emulator (kernels/cuda/emu.cuh) */
+#define FT_EMU_PROLOGUE_FOR_TEST() ft_emu_gdc_wait()
 #endif
 
 /* Kernels launched with PDL start while the one before them drains: per-op
@@ -273,6 +278,94 @@ static void test_cuda_pdl_pre_hopper(void) {
     unsetenv("FT_EMU_CC");
 #endif
 }
+/* PDL needs kernels that wait, not only a device that can: a build for an
+ * older architecture run on a Hopper GPU is JIT-compiled from its PTX, whose
+ * prologue has no griddepcontrol.wait, so PDL must stay off there. The
+ * emulator plays such a build (FT_EMU_PTX_ARCH=80 on its sm_90 device). On a
+ * GPU the check reads the real kernels' versions: this build's must allow PDL. */
+static void test_cuda_pdl_old_ptx(void) {
+    if (!ft_cuda_device_count()) {
+        SKIP("no CUDA device");
+        return;
+    }
+#ifndef FT_CUDA_EMU
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", NULL);
+    if (!c) return;
+    int ptx = 0, bin = 0;
+    CHECK_OK(c, ft_cuda_kernel_arch(c, &ptx, &bin));
+    printf("    kernels: compute_%d PTX, sm_%d code; device sm_%d%d; %s\n", ptx, bin,
+           ft_cuda_state_of(c)->sm_major, ft_cuda_state_of(c)->sm_minor, ft_ctx_device_label(c));
+    CHECK(ft_cuda_pdl(c) == (ptx >= 90 && bin >= 90 && ft_cuda_state_of(c)->sm_major >= 9),
+          "PDL %d with compute_%d PTX / sm_%d code: '%s'", ft_cuda_pdl(c), ptx, bin, ft_ctx_device_label(c));
+    ft_ctx_free(c);
+#else
+    setenv("FT_EMU_PTX_ARCH", "80", 1);
+    ft_ctx *c = ft_test_ctx_with_env(FT_DEVICE_CUDA, "FT_DISABLE_PDL", NULL);
+    golden_case gc;
+    if (c && golden_open(c, "bert", &gc) == 0) {
+        int ptx = 0, bin = 0;
+        CHECK_OK(c, ft_cuda_kernel_arch(c, &ptx, &bin));
+        const char *label = ft_ctx_device_label(c);
+        CHECK(ptx == 80 && bin == 90 && ft_cuda_pdl(c) == 0 && strstr(label, "sm_90") &&
+                  strstr(label, "PDL off: kernels compiled from compute_80 PTX"),
+              "compute_%d / sm_%d: label '%s'", ptx, bin, label);
+        /* eager and static run, with no PDL launch (one would stop the emulator) */
+        for (int mode = FT_MODE_EAGER; mode <= FT_MODE_STATIC; mode += FT_MODE_STATIC) {
+            int64_t n = 0;
+            long long pdl = 0;
+            float *out = forward_outputs(c, &gc, (ft_mode)mode, &n, &pdl);
+            CHECK(out && n > 0 && pdl == 0, "compute_80 kernels, %s: %lld PDL launches",
+                  ft_mode_name((ft_mode)mode), pdl);
+            free(out);
+        }
+        golden_close(&gc);
+    } else {
+        CHECK(0, "golden bert with compute_80 kernels: %s", c ? ft_ctx_errmsg(c) : "no context");
+    }
+    ft_ctx_free(c);
+    unsetenv("FT_EMU_PTX_ARCH");
+#endif
+}
+
+#ifdef FT_CUDA_EMU
+static void wait_then_write(void *closure) {
+    FT_EMU_PROLOGUE_FOR_TEST();
+    *(int *)closure = 1;
+}
+
+/* One PDL launch of a kernel that runs the prologue, in a child process with
+ * FT_EMU_PTX_ARCH=arch: its exit status (a signal is 128 + its number). */
+static int pdl_launch_in_child(const char *arch) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(2); /* the emulator's message on a refused launch is expected here */
+        setenv("FT_EMU_PTX_ARCH", arch, 1);
+        cudaStream_t s = NULL;
+        int *flag = NULL;
+        if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+            cudaMalloc((void **)&flag, sizeof *flag) != cudaSuccess)
+            _exit(3);
+        cudaError_t e = ft_emu_launch(s, (dim3){1, 1, 1}, (dim3){32, 1, 1}, 0, wait_then_write, flag, NULL,
+                                      "wait_then_write", 1);
+        if (e != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) _exit(4);
+        _exit(0);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* The emulated compute_80 prologue is really empty: a PDL launch of such a
+ * kernel stops the emulator, while the sm_90 build's runs. So an engine that
+ * ignored the kernels' PTX would fail test_cuda_pdl_old_ptx. */
+static void test_cuda_pdl_old_ptx_launch_is_caught(void) {
+    int ok90 = pdl_launch_in_child("90"), ok80 = pdl_launch_in_child("80");
+    CHECK(ok90 == 0, "a PDL launch of a waiting kernel (compute_90) ended with status %d", ok90);
+    CHECK(ok80 == 128 + SIGABRT, "a PDL launch of a compute_80 kernel ended with status %d, want SIGABRT", ok80);
+}
+#endif
 #else
 static void test_cuda_pdl_unbuilt(void) { SKIP("built without CUDA"); }
 #endif
@@ -285,6 +378,10 @@ int main(void) {
     RUN(test_cuda_pdl_disabled_by_env);
     RUN(test_cuda_pdl_option);
     RUN(test_cuda_pdl_pre_hopper);
+    RUN(test_cuda_pdl_old_ptx);
+#ifdef FT_CUDA_EMU
+    RUN(test_cuda_pdl_old_ptx_launch_is_caught);
+#endif
     RUN(test_cuda_pdl_same_bits_bert);
     RUN(test_cuda_pdl_same_bits_funnel);
     RUN(test_cuda_pdl_same_bits_resnet);

@@ -220,7 +220,9 @@ static void test_profiler_capture_range(void) {
 
 /* Under Nsight Systems ftengine's own CUPTI cannot subscribe (one subscriber per
  * process): bench and sweep must run on with host timers and say so up front.
- * The emulator's CUPTI refuses as under nsys with FT_EMU_CUPTI_BUSY=1. */
+ * The emulator's CUPTI refuses as under nsys with FT_EMU_CUPTI_BUSY=1; nsys also
+ * sets CUDA_INJECTION64_PATH, which the profiler reads when it is made (it makes
+ * no CUPTI call before its first window). */
 static void test_cupti_busy_fallback(void) {
     if (access(emu_tool, X_OK) != 0) {
         SKIP("%s not built", emu_tool);
@@ -229,7 +231,8 @@ static void test_cupti_busy_fallback(void) {
     char dir[512], out[600];
     snprintf(dir, sizeof dir, "%s/bert", ft_test_golden_dir());
     snprintf(out, sizeof out, "%s/stdout.txt", tmpdir);
-    const char *busy[] = {"FT_EMU_CUPTI_BUSY=1", NULL}, *free_env[] = {"FT_EMU_CUPTI_BUSY=0", NULL};
+    const char *busy[] = {"FT_EMU_CUPTI_BUSY=1", "CUDA_INJECTION64_PATH=libToolsInjection64.so", NULL},
+               *free_env[] = {"FT_EMU_CUPTI_BUSY=0", NULL};
     const char *bench[] = {"bench", dir, "--device", "cuda", "--iters", "2", "--warmup", "1", "--phases", NULL};
     const char *sweep[] = {"sweep", dir, "--device", "cuda", "--iters", "2", "--warmup", "1",
                            "--batches", "1", "--modes", "eager", "--overhead", NULL};

@@ -9,6 +9,19 @@ median over many iterations after warm-up) in
   torch-compile torch.compile(mode="max-autotune-no-cudagraphs") (--compile; slow to build)
   ort-cuda      ONNX Runtime, CUDA execution provider, on a torch.onnx export (--ort)
 
+With --peers (the GPU day's peer step, tests/gpu_session.sh) the rows are the
+peers of ftengine on the same GPU and shapes, each saying what it is ("what"):
+
+  torch-eager   plain PyTorch: bench/torch_models.py's module (ftengine's math,
+                written out from HF's), eager
+  torch-graph   that module captured into one CUDA Graph (torch.cuda.graph)
+  hf-eager      HF transformers' own class (BertModel ...), eager, SDPA attention
+  hf-graph      the HF module captured into one CUDA Graph
+  hf-compile-ro torch.compile(HF module, mode="reduce-overhead") (CUDA Graphs
+                inside), built and timed in a child process that gets
+                --compile-box seconds (default 45): past that the row says it
+                timed out, and the child and its compile workers are killed
+
 Optional tooling: needs torch and transformers (onnxruntime for --ort); the C
 build and tests never run it (its own tests: bench/baselines/test_hf_latency.py).
 Prints one line per runner and, with --json FILE, writes them as JSON. A runner
@@ -21,8 +34,12 @@ and nothing is exported.
 """
 import argparse
 import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 torch = None  # imported by main(): the ORT checks below are testable without it
@@ -87,6 +104,52 @@ def torch_graph_runner(model, inp):
     with torch.cuda.graph(graph), torch.no_grad():
         model(**static_in)
     return graph.replay
+
+
+def plain_model(name, dtype, dev):
+    """bench/torch_models.py's plain-PyTorch model of the preset, random weights on dev."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import torch_models as tm
+    m = tm.build_preset(name)
+    m.p = {k: (v.to(dev, dtype) if v.is_floating_point() else v.to(dev)) for k, v in m.p.items()}
+    return m
+
+
+def compile_boxed(argv, box, env=None):
+    """Runs this script with argv (an --only-compile child) in a session of its
+    own, for at most box seconds: the child's result row, or a status row when
+    it failed or ran past its box (then its whole process group is killed, the
+    compiler's workers included)."""
+    fd, out = tempfile.mkstemp(prefix="hf_latency_compile_", suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.abspath(__file__)] + list(argv) + ["--only-compile", "--json", out]
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    try:
+        log, _ = p.communicate(timeout=box)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.communicate()
+        os.unlink(out)
+        return {"runner": "hf-compile-ro", "status": "timed out: not built and timed within its %g s box" % box}
+    took = time.time() - t0
+    row = None
+    try:
+        with open(out) as f:
+            rows = json.load(f).get("results", [])
+        row = rows[0] if rows else None
+    except (OSError, ValueError):
+        pass
+    os.unlink(out)
+    if p.returncode != 0 or row is None:
+        tail = (log or b"").decode("utf-8", "replace").strip().splitlines()[-3:]
+        return {"runner": "hf-compile-ro", "status": "child failed (exit %s): %s" % (p.returncode, " | ".join(tail))}
+    row["box_s"] = box
+    row["build_and_time_s"] = round(took, 1)
+    return row
 
 
 def ort_providers(ort=None):
@@ -163,8 +226,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--ort", action="store_true")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--peers", action="store_true", help="plain PyTorch, HF and torch.compile peers (see above)")
+    ap.add_argument("--compile-box", type=float, default=45.0, help="seconds for the hf-compile-ro child")
+    ap.add_argument("--only-compile", action="store_true", help=argparse.SUPPRESS)  # the child
     ap.add_argument("--json")
     a = ap.parse_args()
+    fake = os.environ.get("HF_LATENCY_FAKE_COMPILE_S")
+    if a.only_compile and fake is not None:  # the tests' stand-in for a compile: sleep, then a row
+        time.sleep(float(fake))
+        row = {"runner": "hf-compile-ro", "median_ms": 1.0, "min_ms": 1.0, "what": "fake compile (tests)"}
+        with open(a.json, "w") as f:
+            json.dump({"results": [row]}, f)
+        return 0
     global torch, tf
     try:
         import torch
@@ -181,14 +254,14 @@ def main():
     inp = inputs(a.model, cfg, a.batch, a.seq, dt, "cuda")
     results = []
 
-    def record(runner, make):
+    def record(runner, make, what=""):
         try:
             fn = make()
             med, mn = median_ms(fn, a.iters, a.warmup)
-            results.append({"runner": runner, "median_ms": med, "min_ms": mn})
-            print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} median {med:8.4f} ms  min {mn:8.4f} ms")
+            results.append({"runner": runner, "median_ms": med, "min_ms": mn, "what": what})
+            print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} median {med:8.4f} ms  min {mn:8.4f} ms  ({what})")
         except Exception as e:  # one runner failing must not hide the others
-            results.append({"runner": runner, "error": f"{e.__class__.__name__}: {e}"[:300]})
+            results.append({"runner": runner, "error": f"{e.__class__.__name__}: {e}"[:300], "what": what})
             print(f"{a.model} b{a.batch} {a.dtype} {runner:<14} FAILED: {e.__class__.__name__}: {str(e)[:200]}")
 
     def status(runner, text, extra):
@@ -201,9 +274,49 @@ def main():
                 model(**inp)
         return f
 
-    record("torch-eager", eager)
-    record("torch-graph", lambda: torch_graph_runner(model, inp))
-    if a.compile:
+    cls = MODELS[a.model][0]
+    if a.only_compile:  # the hf-compile-ro child of --peers
+        def compiled_ro():
+            cm = torch.compile(model, mode="reduce-overhead")
+
+            def f():
+                with torch.no_grad():
+                    cm(**inp)
+            return f
+        record("hf-compile-ro", compiled_ro, f'torch.compile(transformers {cls}, mode="reduce-overhead")')
+    elif a.peers:
+        try:
+            pm = plain_model(a.model, dt, "cuda")
+            # ftengine's bench feeds ids with an all-ones mask: the same here, on the device
+            pin = {k: v for k, v in inp.items() if k in ("input_ids", "attention_mask", "pixel_values",
+                                                          "input_values")}
+
+            def plain():
+                with torch.no_grad():
+                    pm(**pin)
+            record("torch-eager", lambda: plain, "plain PyTorch module (bench/torch_models.py), eager")
+            record("torch-graph", lambda: torch_graph_runner(pm, pin),
+                   "plain PyTorch module, one CUDA Graph (torch.cuda.graph)")
+        except Exception as e:  # noqa: BLE001  (a missing preset must not hide the HF rows)
+            status("torch-eager", f"plain module unavailable: {e.__class__.__name__}: {str(e)[:160]}", {})
+        record("hf-eager", eager, f"transformers {cls}, eager, attention {getattr(cfg, '_attn_implementation', '?')}")
+        record("hf-graph", lambda: torch_graph_runner(model, inp), f"transformers {cls}, one CUDA Graph")
+        child = ["--model", a.model, "--batch", str(a.batch), "--seq", str(a.seq), "--dtype", a.dtype,
+                 "--iters", str(a.iters), "--warmup", str(a.warmup)]
+        row = compile_boxed(child, a.compile_box)
+        row.setdefault("what", f'torch.compile(transformers {cls}, mode="reduce-overhead"), built in a '
+                               f'{a.compile_box:g} s box')
+        results.append(row)
+        if "median_ms" in row:
+            print(f"{a.model} b{a.batch} {a.dtype} {'hf-compile-ro':<14} median {row['median_ms']:8.4f} ms  "
+                  f"min {row['min_ms']:8.4f} ms  ({row['what']}; built and timed in {row.get('build_and_time_s')} s)")
+        else:
+            print(f"{a.model} b{a.batch} {a.dtype} {'hf-compile-ro':<14} {row.get('status') or row.get('error')} "
+                  f"({row['what']})")
+    else:
+        record("torch-eager", eager, f"transformers {cls}, eager")
+        record("torch-graph", lambda: torch_graph_runner(model, inp), f"transformers {cls}, one CUDA Graph")
+    if a.compile and not a.only_compile:
         def compiled():
             cm = torch.compile(model, mode="max-autotune-no-cudagraphs")
 
@@ -212,7 +325,7 @@ def main():
                     cm(**inp)
             return f
         record("torch-compile", compiled)
-    if a.ort:
+    if a.ort and not a.only_compile:
         ort_step(ort_providers(), record, status,
                  lambda: ort_runner(model, inp, f"/tmp/hf_latency_{a.model}.onnx"))
     meta = {"model": a.model, "batch": a.batch, "seq": a.seq, "dtype": a.dtype,

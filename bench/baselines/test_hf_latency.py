@@ -2,7 +2,8 @@
 """test_hf_latency.py - tests of bench/baselines/hf_latency.py with the system
 python3 (unittest): onnxruntime's providers are asked before anything is
 exported, and a missing CUDA provider (or a missing onnxruntime) is a result
-row with a status, not an error. Tests that need torch, transformers or
+row with a status, not an error; the torch.compile peer runs in a child
+process cut off at its time box. Tests that need torch, transformers or
 onnxruntime are skipped with a line saying which module is missing.
 
     python3 bench/baselines/test_hf_latency.py      (or tests/test_baselines.sh)
@@ -10,6 +11,7 @@ onnxruntime are skipped with a line saying which module is missing.
 import importlib.util
 import os
 import sys
+import time
 import types
 import unittest
 
@@ -65,6 +67,48 @@ class OrtProviders(unittest.TestCase):
         providers = hf_latency.ort_providers()
         self.assertIsInstance(providers, list)
         self.assertTrue(providers, "onnxruntime lists no provider")
+
+
+class CompileBox(unittest.TestCase):
+    """The hf-compile-ro child gets a fixed time box (no torch needed: the child
+    sleeps in place of compiling, HF_LATENCY_FAKE_COMPILE_S)."""
+    ARGV = ["--model", "bert-base", "--batch", "1", "--seq", "128", "--dtype", "fp16"]
+
+    def run_box(self, sleep_s, box):
+        env = dict(os.environ, HF_LATENCY_FAKE_COMPILE_S=str(sleep_s))
+        t = time.time()
+        row = hf_latency.compile_boxed(self.ARGV, box, env=env)
+        return row, time.time() - t
+
+    def test_within_box_gives_the_childs_row(self):
+        row, took = self.run_box(0, 20)
+        self.assertEqual(row["runner"], "hf-compile-ro")
+        self.assertEqual(row["median_ms"], 1.0)
+        self.assertEqual(row["box_s"], 20)
+        self.assertIn("build_and_time_s", row)
+
+    def test_past_box_is_a_status_row_and_the_child_is_killed(self):
+        row, took = self.run_box(30, 1)
+        self.assertNotIn("median_ms", row)
+        self.assertIn("timed out", row["status"])
+        self.assertLess(took, 10, "the box did not cut the child off")
+
+    def test_failed_child_is_a_status_row(self):
+        row, _ = self.run_box("not-a-number", 20)
+        self.assertIn("child failed", row["status"])
+
+
+class PlainModel(unittest.TestCase):
+    @unittest.skipUnless(have("torch"), "torch not installed: the plain PyTorch peer is not built")
+    def test_plain_model_runs_on_the_given_device_and_dtype(self):
+        import torch
+        hf_latency.torch = torch
+        m = hf_latency.plain_model("bert-tiny", torch.float64, "cpu")
+        self.assertTrue(all(v.dtype == torch.float64 for v in m.p.values() if v.is_floating_point()))
+        ids = torch.randint(0, 100, (2, 8))
+        out = m(input_ids=ids, attention_mask=torch.ones_like(ids))
+        self.assertEqual(tuple(out["last_hidden_state"].shape), (2, 8, 128))
+        self.assertEqual(out["last_hidden_state"].dtype, torch.float64)
 
 
 class Inputs(unittest.TestCase):

@@ -5,8 +5,11 @@
  * after an upload and an event record, inside a captured graph) and checks
  * the value they compute. A driver that refuses any of them turns PDL off for
  * the context instead of failing ops later (engine/cuda_backend.c, pdl_init).
+ * Before that, pdl_init asks which PTX this kernel was compiled from
+ * (ft_cuda_kernel_arch): only sm_90+ PTX has a prologue that waits.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "cuda_common.cuh"
 #include "../../engine/cuda_backend_internal.h"
@@ -62,6 +65,16 @@ ft_status probe_graph(ft_ctx *ctx, cudaStream_t st, unsigned *v, unsigned *host)
     return rc;
 }
 } // namespace
+
+extern "C" ft_status ft_cuda_kernel_arch(ft_ctx *ctx, int *ptx, int *bin) {
+    cudaFuncAttributes a;
+    memset(&a, 0, sizeof a);
+    *ptx = *bin = 0;
+    FT_CUDA_TRY(ctx, cudaFuncGetAttributes(&a, reinterpret_cast<const void *>(ft_k_pdl_probe)));
+    *ptx = a.ptxVersion;
+    *bin = a.binaryVersion;
+    return FT_OK;
+}
 
 extern "C" ft_status ft_cuda_pdl_probe(ft_ctx *ctx) {
     cudaStream_t st = ft_cuda_stream(ctx);

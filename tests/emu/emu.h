@@ -70,6 +70,11 @@ cudaError_t ft_emu_launch(cudaStream_t s, dim3 grid, dim3 block, size_t dyn_smem
 /* Kernel launches submitted so far with programmatic dependent launch. */
 unsigned long long ft_emu_pdl_launches(void);
 
+/* The PTX architecture the kernels count as compiled from (FT_EMU_PTX_ARCH,
+ * default 90; fake_func.c): below 90 their FT_KERNEL_PROLOGUE is empty, as a
+ * GPU build for an older architecture has no griddepcontrol.wait. */
+int ft_emu_ptx_arch(void);
+
 /* 1 when p lies inside a live cudaMalloc allocation (n bytes from p too). */
 int ft_emu_is_device_ptr(const void *p, size_t n);
 
@@ -94,7 +99,8 @@ void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(v
 /* griddepcontrol.wait. In a grid launched with PDL (pdl above) every thread
  * must run it before it ends, or the emulator stops naming the kernel: on a GPU
  * such a thread could read what the previous kernel has not written yet, or
- * overwrite what it still reads. Kernels run it first (FT_KERNEL_PROLOGUE). */
+ * overwrite what it still reads. Kernels run it first (FT_KERNEL_PROLOGUE);
+ * with ft_emu_ptx_arch() below 90 it does nothing (compiled out). */
 void ft_emu_gdc_wait(void);
 
 extern ft_emu_thread *ft_emu_self; /* valid inside thread_fn */

@@ -75,6 +75,7 @@ static struct {
     size_t smem_cap;
     const char *name;
     int pdl;                  /* the grid was launched with programmatic dependent launch */
+    int no_gdc;               /* its kernels count as built from pre-sm_90 PTX (empty prologue) */
     fiber *cur;
     int order;                /* 0 forward, 1 reverse, 2 random */
     uint64_t rng;
@@ -137,7 +138,8 @@ void ft_emu_warp_exchange(unsigned mask, uint64_t v, uint64_t out[32]) {
 void *ft_emu_dyn_smem(void) { return S.smem; }
 
 void ft_emu_gdc_wait(void) {
-    if (ft_emu_self) ft_emu_self->gdc_waited = 1;
+    /* kernels from PTX older than sm_90: the prologue has no griddepcontrol.wait */
+    if (ft_emu_self && !S.no_gdc) ft_emu_self->gdc_waited = 1;
 }
 
 /* The end of one emulated thread. */
@@ -286,6 +288,7 @@ void ft_emu_run_grid(dim3 grid, dim3 block, size_t dyn_smem, void (*thread_fn)(v
     S.closure = closure;
     S.name = name;
     S.pdl = pdl;
+    S.no_gdc = ft_emu_ptx_arch() < 90;
     uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
     for (uint64_t i = 0; i < nb; i++) {
         uint64_t l = S.order ? nb - 1 - i : i; /* blocks must not depend on each other either */

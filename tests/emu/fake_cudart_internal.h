@@ -73,6 +73,8 @@ void fk_run_all(void);
 typedef struct fk_api {
     int on, driver;
     uint32_t corr, cbid, stream;
+    uint32_t dev_corr; /* the id its device records carry (corr, unless the
+                          emulated CUPTI 13.0 mislabels a graph launch) */
     uint64_t start;
 } fk_api;
 

@@ -27,7 +27,20 @@
  * 2 s: a client holding its buffer lock across the enable stalls there, and
  * the stall is counted). What a test can ask (ft_emu_cupti_*, below): whether
  * a subscriber exists, how many API calls were traced, which kinds were ever
- * enabled, how many buffer requests stalled.
+ * enabled, how many buffer requests stalled, how many sessions were opened.
+ *
+ * Sessions, as CUPTI 13.0 gets them wrong: a session starts at each
+ * cuptiSubscribe, and again when something is enabled after everything was
+ * disabled. cuptiGetVersion reports the headers' CUPTI_API_VERSION (130001,
+ * CUDA 13.0 Update 1) or FT_EMU_CUPTI_VERSION. Below 13.1 Update 1 (taken as
+ * 130101), whose release notes fix "incorrect correlation IDs for
+ * cudaGraphLaunch API calls and their associated kernel launches in profiling
+ * sessions after the first session", every session after the first gives the
+ * device records of a graph launch the correlation id of the process's
+ * previous graph launch (0 for the first): the replay's kernels land on
+ * another op, or on none. FT_EMU_CUPTI_GRAPH_BUG=1 keeps that bug whatever
+ * the version says (=0 removes it), so a test can show what a second session
+ * does to an engine that opens one.
  */
 #include "fake_cudart_internal.h"
 
@@ -58,17 +71,58 @@ static struct {
     uint8_t api_on[2][1024];    /* per callback id: [0] runtime, [1] driver */
     unsigned long long ever;    /* kinds ever enabled */
     uint64_t traced, untraced;  /* stream-work API calls made with / without tracing on */
+    uint64_t untraced_early;    /* of those untraced: made before the first session */
     int stalls;                 /* buffer requests that did not return within 2 s */
     int subscriptions;          /* successful cuptiSubscribe calls */
+    int sessions, in_session;   /* sessions opened; one is open now */
+    int session_enabled;        /* the open session has had something enabled */
+    uint32_t last_graph_corr;   /* the previous cudaGraphLaunch's correlation id */
 } C;
+
+#define FIXED_GRAPH_CORR 130101u /* CUPTI 13.1 Update 1 (see the top) */
+
+static uint32_t version(void) {
+    const char *v = getenv("FT_EMU_CUPTI_VERSION");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n > 0 ? (uint32_t)n : (uint32_t)CUPTI_API_VERSION;
+}
+
+/* cu_mu held. Whether the open session mislabels graph launches. */
+static int graph_corr_bug(void) {
+    const char *b = getenv("FT_EMU_CUPTI_GRAPH_BUG");
+    int buggy = b && *b ? atoi(b) != 0 : version() < FIXED_GRAPH_CORR;
+    return buggy && C.sessions > 1;
+}
+
+static int any_api_on(void) {
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 1024; i++)
+            if (C.api_on[d][i]) return 1;
+    return 0;
+}
+
+/* cu_mu held, after an enable or disable: enabling after everything was
+ * disabled opens a new session; disabling everything closes the open one. */
+static void session_after_change(void) {
+    int on = C.enabled || any_api_on();
+    if (!C.subscribed) return;
+    if (on && !C.in_session) {
+        C.sessions++;
+        C.in_session = 1;
+    }
+    if (on) C.session_enabled = 1;
+    else if (C.session_enabled) C.in_session = C.session_enabled = 0;
+}
 
 /* FT_EMU_CUPTI_REPORT=1: one line on stderr at exit, for tests of whole
  * programs (tests/emu/test_cupti_timed_loops.sh). */
 __attribute__((destructor)) static void report(void) {
     const char *e = getenv("FT_EMU_CUPTI_REPORT");
     if (e && atoi(e))
-        fprintf(stderr, "fake CUPTI: %d subscriptions, %llu API calls traced, %llu untraced\n", C.subscriptions,
-                (unsigned long long)C.traced, (unsigned long long)C.untraced);
+        fprintf(stderr, "fake CUPTI: %d subscriptions, %d sessions, %llu API calls traced, %llu untraced, "
+                        "%llu untraced before the first session\n",
+                C.subscriptions, C.sessions, (unsigned long long)C.traced, (unsigned long long)C.untraced,
+                (unsigned long long)C.untraced_early);
 }
 
 int ft_emu_cupti_subscribed(void) {
@@ -80,6 +134,12 @@ int ft_emu_cupti_subscribed(void) {
 uint64_t ft_emu_cupti_traced_calls(void) {
     pthread_mutex_lock(&cu_mu);
     uint64_t r = C.traced;
+    pthread_mutex_unlock(&cu_mu);
+    return r;
+}
+int ft_emu_cupti_sessions(void) {
+    pthread_mutex_lock(&cu_mu);
+    int r = C.sessions;
     pthread_mutex_unlock(&cu_mu);
     return r;
 }
@@ -246,11 +306,9 @@ static void traced_release(void *arg) {
 fk_api fk_cupti_api_begin(cudaStream_t s, const ft_emu_work *w) {
     fk_api a = {0};
     pthread_mutex_lock(&cu_mu);
-    int any_api = 0;
-    for (int d = 0; d < 2 && !any_api; d++)
-        for (int i = 0; i < 1024 && !any_api; i++) any_api = C.api_on[d][i];
+    int any_api = any_api_on();
     if (C.subscribed && (C.enabled || any_api)) C.traced++;
-    else C.untraced++;
+    else if (++C.untraced && !C.sessions) C.untraced_early++;
     if (C.subscribed && (C.enabled || any_api)) {
         a.on = 1;
         a.corr = ++C.next_corr;
@@ -261,6 +319,11 @@ fk_api fk_cupti_api_begin(cudaStream_t s, const ft_emu_work *w) {
                  : !strncmp(w->what, "cudaMemcpy", 10)    ? CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020
                  : !strncmp(w->what, "cudaMemset", 10)    ? CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020
                                                           : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060;
+        a.dev_corr = a.corr;
+        if (a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 && !a.driver) {
+            if (graph_corr_bug()) a.dev_corr = C.last_graph_corr;
+            C.last_graph_corr = a.corr;
+        }
         a.start = now_ns();
     }
     pthread_mutex_unlock(&cu_mu);
@@ -271,7 +334,7 @@ int fk_cupti_wrap(ft_emu_work *w, const fk_api *a) {
     if (!a->on) return 0;
     traced *t = (traced *)malloc(sizeof *t);
     if (!t) return -1;
-    *t = (traced){*w, a->corr, a->stream, !strcmp(w->what, "cudaGraphLaunch")};
+    *t = (traced){*w, a->dev_corr, a->stream, !strcmp(w->what, "cudaGraphLaunch")};
     *w = (ft_emu_work){traced_run, traced_release, t, t->inner.what, 0, 0, t->inner.pdl};
     return 0;
 }
@@ -318,6 +381,9 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackF
     if (r == CUPTI_SUCCESS) {
         C.subscribed = 1;
         C.subscriptions++;
+        C.sessions++;
+        C.in_session = 1;
+        C.session_enabled = C.enabled || any_api_on();
         *sub = (CUpti_SubscriberHandle)&C;
     }
     pthread_mutex_unlock(&cu_mu);
@@ -328,14 +394,14 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle sub) {
     pthread_mutex_lock(&cu_mu);
     CUptiResult r = sub == (CUpti_SubscriberHandle)&C && C.subscribed ? CUPTI_SUCCESS
                                                                      : CUPTI_ERROR_INVALID_PARAMETER;
-    if (r == CUPTI_SUCCESS) C.subscribed = 0;
+    if (r == CUPTI_SUCCESS) C.subscribed = C.in_session = C.session_enabled = 0;
     pthread_mutex_unlock(&cu_mu);
     return r;
 }
 
-CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version) {
-    if (!version) return CUPTI_ERROR_INVALID_PARAMETER;
-    *version = CUPTI_API_VERSION;
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *v) {
+    if (!v) return CUPTI_ERROR_INVALID_PARAMETER;
+    *v = version();
     return CUPTI_SUCCESS;
 }
 
@@ -395,6 +461,7 @@ static CUptiResult set_kind(CUpti_ActivityKind k, int on) {
     pthread_mutex_lock(&cu_mu);
     if (on) C.enabled |= 1ull << k;
     else C.enabled &= ~(1ull << k);
+    session_after_change();
     pthread_mutex_unlock(&cu_mu);
     return CUPTI_SUCCESS;
 }
@@ -480,6 +547,7 @@ static CUptiResult set_api(int driver, CUpti_CallbackId cbid, uint8_t on) {
     if (cbid >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&cu_mu);
     C.api_on[driver][cbid] = on ? 1 : 0;
+    session_after_change();
     pthread_mutex_unlock(&cu_mu);
     return CUPTI_SUCCESS;
 }
