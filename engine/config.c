@@ -6,6 +6,12 @@
  * always an error, never coerced, because a coerced 12.5 layers or "768"
  * hidden size would build a different model without anyone noticing. JSON
  * null counts as absent (HF writes null for "use the default").
+ *
+ * Keys that are sizes or counts are range-checked here, by name, for every
+ * model that reads them, so the message names the key at fault
+ * ("key 'intermediate_size' is 0, must be at least 1") instead of a model's
+ * summary of several values. A string holding NUL (\u0000) is refused: C code
+ * compares it up to the NUL, so "bert\u0000x" would pass for "bert".
  */
 #include "config.h"
 
@@ -106,6 +112,48 @@ static const char *describe(const ft_json *v, char *buf, size_t size) {
     return buf;
 }
 
+/* The least value of a key that is a size or a count. Known keys have their
+ * own row (a layer count may be 0, a hidden size may not); any other key named
+ * like a size or count (num_*, n_*, *_size(s), *_layers, *_heads, *_dim) is at
+ * least 0. Returns false for keys that are neither (ids, flags...). */
+static bool key_min(const char *name, int64_t *min) {
+    static const struct { const char *key; int64_t min; } rows[] = {
+        {"num_hidden_layers", 0}, {"n_layers", 0}, {"n_layer", 0}, {"num_decoder_layers", 0},
+        {"type_vocab_size", 0}, {"vocab_size", 1}, {"hidden_size", 1}, {"dim", 1}, {"d_model", 1},
+        {"n_embd", 1}, {"num_attention_heads", 1}, {"n_heads", 1}, {"n_head", 1},
+        {"intermediate_size", 1}, {"hidden_dim", 1}, {"d_inner", 1}, {"n_inner", 1}, {"d_head", 1},
+        {"max_position_embeddings", 1}, {"n_positions", 1}, {"embedding_size", 1},
+        {"intra_bottleneck_size", 1}, {"num_feedforward_networks", 1}, {"num_channels", 1},
+        {"width_multiplier", 1}, {"num_conv_pos_embeddings", 1}, {"num_conv_pos_embedding_groups", 1},
+        {"num_buckets", 1}, {"max_bucket_distance", 1}, {"image_size", 1}, {"patch_size", 1},
+        {"block_sizes", 1}, {"block_repeats", 1}, {"conv_dim", 1}, {"conv_kernel", 1},
+        {"conv_stride", 1}, {"depths", 1}, {"hidden_sizes", 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!strcmp(rows[i].key, name)) {
+            *min = rows[i].min;
+            return true;
+        }
+    size_t n = strlen(name);
+    static const char *const suffixes[] = {"_size", "_sizes", "_layers", "_heads", "_dim"};
+    bool like = !strncmp(name, "num_", 4) || !strncmp(name, "n_", 2);
+    for (size_t i = 0; !like && i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        like = n > k && !strcmp(name + n - k, suffixes[i]);
+    }
+    *min = 0;
+    return like;
+}
+
+static ft_status check_count(ft_config *c, const char *name, int64_t v, int elem) {
+    int64_t min;
+    if (!key_min(name, &min) || v >= min) return FT_OK;
+    char where[32] = "";
+    if (elem >= 0) snprintf(where, sizeof where, " element %d", elem);
+    return ft_config_error(c, "key '%s'%s is %lld, must be at least %lld (it is a size or a count)", name, where,
+                           (long long)v, (long long)min);
+}
+
 static ft_status wrong_type(ft_config *c, const char *name, const char *want, const ft_json *v) {
     char d[96];
     return ft_set_error(c->ctx, FT_ERR_FORMAT, "%s: key '%s' must be %s, got %s", c->source, name,
@@ -133,7 +181,7 @@ ft_status ft_config_int(ft_config *c, const char *key, int64_t def, int64_t *out
     if (*out > INT32_MAX || *out < -(int64_t)INT32_MAX)
         return ft_config_error(c, "'%s' is %lld, out of range (at most %d in magnitude)", name,
                                (long long)*out, INT32_MAX);
-    return FT_OK;
+    return check_count(c, name, *out, -1);
 }
 
 ft_status ft_config_float(ft_config *c, const char *key, double def, double *out) {
@@ -174,6 +222,9 @@ ft_status ft_config_string(ft_config *c, const char *key, const char *def, const
         return FT_OK;
     }
     if (ft_json_type_of(v) != FT_JSON_STRING) return wrong_type(c, name, "a string", v);
+    if (ft_json_string_len(v) != strlen(ft_json_string(v)))
+        return ft_config_error(c, "key '%s' is \"%.40s\\u0000...\": a string holding a NUL character (\\u0000)",
+                               name, ft_json_string(v));
     *out = ft_json_string(v);
     return FT_OK;
 }
@@ -215,6 +266,7 @@ ft_status ft_config_int_array(ft_config *c, const char *key, const int64_t *def,
         if (out[i] > INT32_MAX || out[i] < -(int64_t)INT32_MAX)
             return ft_config_error(c, "'%s' element %d is %lld, out of range (at most %d in magnitude)",
                                    name, i, (long long)out[i], INT32_MAX);
+        if ((st = check_count(c, name, out[i], i)) != FT_OK) return st;
     }
     *n = len;
     return FT_OK;

@@ -104,7 +104,8 @@ static int graph_nodes_of(const ft_plan_view *v, int i) {
 }
 
 ft_status ft_model_plan_step(const ft_model *m, int i, ft_plan_step_info *out) {
-    if (!m || !out) return FT_ERR_INVALID_ARG;
+    if (!m) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(m->ctx, __func__, "out");
     memset(out, 0, sizeof *out);
     ft_plan_view v;
     if (!ft_graph_last_plan(m, &v) || i < 0 || i >= v.n_steps) return FT_ERR_INVALID_ARG;

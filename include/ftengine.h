@@ -59,6 +59,14 @@
  * ft_ctx_status(). ft_ctx_clear_error() clears it. The library never prints and
  * never exits.
  *
+ * Arguments are checked: a NULL where a pointer is required (an object, an
+ * output, a shape or a name) is FT_ERR_INVALID_ARG with a message naming the
+ * function and the argument, recorded in the context when there is one (a
+ * function returning a tensor returns NULL; one with no status to return does
+ * nothing: ft_X_free(NULL), getters answer 0, "" or NULL). Tensors belong to the
+ * context they were made on: passing one to an op or a copy of another context is
+ * FT_ERR_INVALID_ARG. Negative sizes, lengths and counts are refused the same way.
+ *
  * ---------------------------------------------------------------------------
  * Execution modes
  * ---------------------------------------------------------------------------
@@ -79,7 +87,13 @@
  * ---------------------------------------------------------------------------
  *
  * A context and everything made from it must be used by one thread at a time.
- * Different contexts may be used from different threads concurrently. On CUDA, work
+ * Different contexts may be used from different threads concurrently. A call that
+ * finds its context in use by another thread (two threads running one model, or
+ * ops on one context) does nothing and returns FT_ERR_BUSY (NULL for functions
+ * returning a tensor); the refusal is reported to the refused thread only:
+ * ft_ctx_status() and ft_ctx_errmsg() called from it answer FT_ERR_BUSY and why
+ * until it next uses the context, while the context's own sticky error, which
+ * belongs to the thread at work, is left alone. On CUDA, work
  * is enqueued asynchronously on the context's stream; ft_tensor_to_host() and
  * ft_ctx_sync() wait for it.
  */
@@ -118,7 +132,8 @@ typedef enum ft_status {
     FT_ERR_NOT_FOUND = 9,   /* a tensor, key, preset or output that does not exist */
     FT_ERR_PLAN_MISMATCH = 10, /* a graph plan run with inputs it was not built for */
     FT_ERR_CAPTURE = 11,    /* CUDA graph capture or instantiation failed */
-    FT_ERR_INTERNAL = 12    /* a broken invariant inside the engine (a bug) */
+    FT_ERR_INTERNAL = 12,   /* a broken invariant inside the engine (a bug) */
+    FT_ERR_BUSY = 13        /* the context (or a model of it) is in use by another thread */
 } ft_status;
 
 /** A short fixed name for a status ("FT_ERR_SHAPE"). Never NULL. */
@@ -559,9 +574,12 @@ ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *mac
  * text, the image side for vision and the number of samples for speech; 0 takes the
  * architecture's default (128 tokens, 224 pixels, 32000 samples). Writes up to 8
  * inputs into `in`; the data lives in *owned, which the caller frees with free().
- * A batch x length product that overflows or passes 2^48 bytes is FT_ERR_SHAPE
- * ("batch 64 x 536870912^2 x 3 elements is too large"); one the host cannot
- * allocate is FT_ERR_OOM. ft_model_macs returns the same errors.
+ * With owned NULL only the names, dtypes and shapes are filled (data NULL) and
+ * nothing is allocated, whatever the size (what `ftengine info` needs; ft_model_macs
+ * traces at these shapes the same way). A batch below 1 or a negative length is
+ * FT_ERR_INVALID_ARG. A batch x length product that overflows or passes 2^48 bytes
+ * is FT_ERR_SHAPE ("batch 64 x 536870912^2 x 3 elements is too large"); one the host
+ * cannot allocate is FT_ERR_OOM. ft_model_macs returns the same errors.
  */
 ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                   int *n_in, void **owned);

@@ -86,6 +86,10 @@ struct ft_model {
     int n_out;
 
     void *graph;                  /* graph/static mode state (graph/executor.c) */
+    /* set while example inputs are made for their shapes only (ft_model_macs, and
+     * ft_model_example_inputs with owned == NULL): example_inputs leaves data NULL and
+     * allocates nothing; validate() skips what reads values */
+    bool example_shapes_only;
 };
 
 /* ---- weights (during load) ---- */

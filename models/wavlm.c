@@ -475,12 +475,12 @@ static ft_status wavlm_example_inputs(ft_model *m, int64_t batch, int64_t length
     if (!ft_mul_ok(batch, length, &n) || !ft_bytes_ok(n, sizeof(float), &bytes))
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld samples is too large", (long long)batch,
                             (long long)length);
-    float *x = (float *)malloc(bytes);
-    if (!x)
+    float *x = m->example_shapes_only ? NULL : (float *)malloc(bytes); /* shapes only: no data */
+    if (!x && !m->example_shapes_only)
         return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example samples (%.3g GiB)",
                             (long long)batch, (long long)length, (double)bytes / 1073741824.0);
     uint32_t s = 777u;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; x && i < n; i++) {
         s = s * 1664525u + 1013904223u;
         x[i] = (float)(s >> 8) * (1.0f / 16777216.0f);
     }
