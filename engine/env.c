@@ -132,6 +132,8 @@ double ft_env_num(ft_env_id id, double def) {
     return valid_value(id, &x) ? x : def;
 }
 
+const char *ft_env_raw(ft_env_id id) { return (unsigned)id < FT_ENV_COUNT ? getenv(rows[id].name) : NULL; }
+
 const char *ft_env_str(ft_env_id id) {
     double x;
     return valid_value(id, &x);

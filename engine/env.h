@@ -48,6 +48,9 @@ bool ft_env_flag(ft_env_id id, bool def);
 double ft_env_num(ft_env_id id, double def);
 /* A string knob (a choice, a list): the value when set and valid, else NULL. */
 const char *ft_env_str(ft_env_id id);
+/* The value as set, valid or not (NULL when unset), for a use site that checks it
+ * again itself (FT_DISABLE_PASSES: graph/graph.c names an unknown pass). */
+const char *ft_env_raw(ft_env_id id);
 
 #ifdef __cplusplus
 }

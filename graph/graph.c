@@ -492,7 +492,7 @@ static const pass_def passes[] = {
 /* FT_DISABLE_PASSES=name,name,...: off[i] for each pass named; an unknown name
  * is an error that lists the names. */
 static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
-    const char *v = ft_env_str(FT_ENV_DISABLE_PASSES);
+    const char *v = ft_env_raw(FT_ENV_DISABLE_PASSES);
     for (const char *p = v; p && *p;) {
         size_t len = strcspn(p, ",");
         bool found = false;

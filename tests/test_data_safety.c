@@ -654,6 +654,22 @@ static void test_config_keys(void) {
     }
 }
 
+/* The knobs are one table: no getenv("FT_...") outside engine/env.c in the library,
+ * and each row of it documented in docs/architecture.md. */
+static void test_env_table(void) {
+    if (!exists("engine/env.c") || !exists("docs/architecture.md")) {
+        SKIP("not run from the repository root");
+        return;
+    }
+    CHECK(system("! grep -rn 'getenv(\"FT_' engine graph models kernels --include=*.c --include=*.cu "
+                 "--include=*.h | grep -v '^engine/env.c'") == 0,
+          "a library file reads an FT_ variable without the table (engine/env.c)");
+    CHECK(system("for v in $(grep -o '{\"FT_[A-Z0-9_]*\"' engine/env.c | tr -d '{\"'); do "
+                 "grep -q \"\\`$v\" docs/architecture.md || { echo \"  $v is not in docs/architecture.md\"; "
+                 "exit 1; }; done") == 0,
+          "a knob of engine/env.c is not documented");
+}
+
 int main(void) {
     const char *b = getenv("FT_BUILD");
     char rel[600];
@@ -671,6 +687,7 @@ int main(void) {
     RUN(test_links_written_through);
     RUN(test_csv_lock);
     RUN(test_env_knobs);
+    RUN(test_env_table);
     RUN(test_long_names_and_stale);
     RUN(test_signals);
     RUN(test_did_you_mean);
