@@ -236,8 +236,29 @@ void ft_profiler_free(ft_profiler *p) {
     free(p);
 }
 
+static ft_status profiler_start(ft_profiler *p);
+static ft_status profiler_stop(ft_profiler *p);
+
+/* start and stop change the context's dispatch hooks: never under another thread */
 ft_status ft_profiler_start(ft_profiler *p) {
     if (!p) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(p->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = profiler_start(p);
+    ft_ctx_leave(p->ctx);
+    return st;
+}
+
+ft_status ft_profiler_stop(ft_profiler *p) {
+    if (!p) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(p->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = profiler_stop(p);
+    ft_ctx_leave(p->ctx);
+    return st;
+}
+
+static ft_status profiler_start(ft_profiler *p) {
     ft_ctx *ctx = p->ctx;
     if (p->open) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_start: a window is already open");
     /* the window starts with the device idle, so nothing earlier is counted */
@@ -570,8 +591,7 @@ static ft_status compute(ft_profiler *p) {
     return st;
 }
 
-ft_status ft_profiler_stop(ft_profiler *p) {
-    if (!p) return FT_ERR_INVALID_ARG;
+static ft_status profiler_stop(ft_profiler *p) {
     ft_ctx *ctx = p->ctx;
     if (!p->open) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_stop: no window is open");
     /* the window ends when the device has finished what was launched in it */

@@ -646,13 +646,17 @@ ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out) {
     if (!m) return FT_ERR_INVALID_ARG;
     if (!out) return ft_api_null(m->ctx, __func__, "out");
     memset(out, 0, sizeof *out);
+    ft_status st = ft_ctx_enter(m->ctx, __func__); /* not while another thread's forward plans */
+    if (st != FT_OK) return st;
     const ft_graph_state *gs = (const ft_graph_state *)m->graph;
-    if (!gs) return FT_OK;
-    if (gs->last) *out = gs->last->stats;
-    out->plans_cached = gs->n_plans;
-    out->plan_hits = gs->hits;
-    out->plan_misses = gs->misses;
-    out->plan_evictions = gs->evictions;
+    if (gs && gs->last) *out = gs->last->stats;
+    if (gs) {
+        out->plans_cached = gs->n_plans;
+        out->plan_hits = gs->hits;
+        out->plan_misses = gs->misses;
+        out->plan_evictions = gs->evictions;
+    }
+    ft_ctx_leave(m->ctx);
     return FT_OK;
 }
 

@@ -91,18 +91,33 @@ ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t) {
     return ft_model_add_output(m, name, t);
 }
 
-int ft_model_output_count(const ft_model *m) { return m ? m->n_out : 0; }
+/* The outputs are rewritten by a forward: read them only from the thread inside
+ * the context (another thread's forward makes these answer 0 / NULL). */
+int ft_model_output_count(const ft_model *m) {
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return 0;
+    int n = m->n_out;
+    ft_ctx_leave(m->ctx);
+    return n;
+}
 const char *ft_model_output_name(const ft_model *m, int i) {
-    return m && i >= 0 && i < m->n_out ? m->out[i].name : NULL;
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    const char *n = i >= 0 && i < m->n_out ? m->out[i].name : NULL;
+    ft_ctx_leave(m->ctx);
+    return n;
 }
 ft_tensor *ft_model_output(const ft_model *m, int i) {
-    return m && i >= 0 && i < m->n_out ? m->out[i].t : NULL;
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = i >= 0 && i < m->n_out ? m->out[i].t : NULL;
+    ft_ctx_leave(m->ctx);
+    return t;
 }
 ft_tensor *ft_model_output_find(const ft_model *m, const char *name) {
-    if (m && !FT_ARG_OK(m->ctx, name)) return NULL;
-    for (int i = 0; m && i < m->n_out; i++)
-        if (!strcmp(m->out[i].name, name)) return m->out[i].t;
-    return NULL;
+    if (!m || !FT_ARG_OK(m->ctx, name) || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = NULL;
+    for (int i = 0; !t && i < m->n_out; i++)
+        if (!strcmp(m->out[i].name, name)) t = m->out[i].t;
+    ft_ctx_leave(m->ctx);
+    return t;
 }
 
 const char *ft_model_arch(const ft_model *m) { return m ? m->arch_name : ""; }
