@@ -202,7 +202,8 @@ ft_status ft_ctx_create(ft_device device, ft_ctx **out) {
 }
 
 void ft_ctx_free(ft_ctx *ctx) {
-    if (!ctx) return;
+    /* not under another thread's call: leaking it beats freeing what runs */
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return;
     ft_arena_release_to(ctx, 0);
     for (ft_arena_chunk *c = ctx->arena.head; c;) {
         ft_arena_chunk *n = c->next;
