@@ -489,6 +489,10 @@ ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *o
 
 static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out) {
     if (ctx->status != FT_OK) return ctx->status;
+    /* the knobs were checked when the context was made; one changed since is checked
+     * here, at the model's first use, rather than read as its default in a pass */
+    char env_err[256];
+    if (ft_env_check(env_err, sizeof env_err) != FT_OK) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s", env_err);
     if (!path) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_model_load: path is NULL");
     ft_model_options o = opt ? *opt : ft_model_options_default();
     if (!ft_dtype_is_float(o.dtype))

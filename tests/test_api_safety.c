@@ -290,6 +290,13 @@ static void test_env_knobs(void) {
     setenv("FT_OP_HOST_COST_US", "0.5", 1);
     ft_ctx *c = new_ctx();
     CHECK(c != NULL, "FT_OP_HOST_COST_US=0.5 refused");
+    /* one changed after the context was made: refused at the model's load */
+    setenv("FT_DISABLE_FUSION", "maybe", 1);
+    ft_model *m = NULL;
+    CHECK(ft_model_load(c, "bert-tiny", NULL, &m) == FT_ERR_INVALID_ARG && !m &&
+              strstr(ft_ctx_errmsg(c), "FT_DISABLE_FUSION"),
+          "a knob set after the context: %s", ft_ctx_errmsg(c));
+    unsetenv("FT_DISABLE_FUSION");
     ft_ctx_free(c);
     unsetenv("FT_OP_HOST_COST_US");
 }
