@@ -41,9 +41,10 @@ static void put_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* The output file is written beside its target as ".<name>.ftengine.tmp.<pid>" (the
- * name cut to 200 bytes, so any legal target name has a legal temporary; the tool
- * removes these by that pattern), synced and renamed on success. */
+/* The output file is written beside its target as ".<name>.ftengine.tmp.<pid>" (a
+ * name over 200 bytes cut to 200 plus "~" and a hash of the whole, so any legal target
+ * name has a legal, distinct temporary; tools/outfiles.c names its own alike and
+ * removes stale ones by that pattern), synced and renamed on success. */
 typedef struct out_file {
     FILE *f;
     char tmp[4096 + 64];
@@ -59,11 +60,15 @@ static ft_status out_open(const ft_profiler *p, const char *path, out_file *o) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     int dir_len = slash ? (int)(slash - path) + 1 : 0;
     size_t n = strlen(base);
+    char hash[16] = "";
     if (n > 200) {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)base[i]) * 16777619u;
+        snprintf(hash, sizeof hash, "~%08x", (unsigned)h);
         n = 200;
         while (n > 0 && ((unsigned char)base[n] & 0xC0) == 0x80) n--; /* not inside a UTF-8 character */
     }
-    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%.*s.ftengine.tmp.%ld", dir_len, path, (int)n, base,
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%.*s%s.ftengine.tmp.%ld", dir_len, path, (int)n, base, hash,
                  (long)getpid()) >= (int)sizeof o->tmp)
         return ft_set_error(p->ctx, FT_ERR_IO, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
     o->f = fopen(o->tmp, "w");

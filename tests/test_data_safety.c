@@ -526,12 +526,25 @@ static void test_long_names_and_stale(void) {
     char p[700];
     snprintf(p, sizeof p, "%s/%s", tmpdir, name);
     CHECK(exists(p), "the 250-byte output was not written");
-    memcpy(name + 245, ".csvx", 6);
-    r = run(ARGS("bench", "bert-tiny", FAST, "--trace", name), NULL);
-    CHECK(r.code == 0, "bench --trace <250-byte name> (the library's temporary): exit %d: %s", r.code, r.err);
     unlink(p);
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    unlink(p);
+    /* three 255-byte names sharing their first 250 bytes: distinct temporaries (the
+     * library's temporary of a temporary too) */
+    char n1[300], n2[300], n3[300];
+    memset(n1, 'q', 250);
+    memcpy(n2, n1, 250);
+    memcpy(n3, n1, 250);
+    memcpy(n1 + 250, ".json", 6);
+    memcpy(n2 + 250, ".trce", 6);
+    memcpy(n3 + 250, ".csvv", 6);
+    r = run(ARGS("bench", "bert-tiny", FAST, "--json", n1, "--trace", n2, "--ops-csv", n3), NULL);
+    CHECK(r.code == 0, "bench with three 255-byte names: exit %d: %s", r.code, r.err);
+    const char *names[] = {n1, n2, n3};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", tmpdir, names[i]);
+        CHECK(exists(p), "the 255-byte output %d was not written", i);
+        unlink(p);
+    }
+    CHECK(temporaries_in(tmpdir) == 0, "temporaries left by long names");
     /* a temporary of a process that is gone is removed; one of a live process stays */
     pid_t dead = fork();
     if (dead == 0) _exit(0);

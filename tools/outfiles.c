@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@
 
 #define OUT_MAX 8
 #define NAME_LEN (PATH_MAX + 64)
-#define BASE_KEEP 200 /* bytes of a file name kept in its temporary's: 200 + 26 < NAME_MAX */
+#define BASE_KEEP 200 /* bytes of a file name kept in its temporary's: 200 + 35 < NAME_MAX */
 
 typedef struct outfile {
     const char *opt, *given;    /* for messages: the option and the path as typed */
@@ -172,18 +173,23 @@ static const char *base_of(const char *path) {
     return slash ? slash + 1 : path;
 }
 
-/* "<dir>/.<base cut to BASE_KEEP bytes>.ftengine.<what>.<pid>": hidden, recognisable
- * as ours (stale ones are cleaned by that pattern) and within NAME_MAX for any base. */
+/* "<dir>/.<base>.ftengine.<what>.<pid>": hidden, recognisable as ours (stale ones are
+ * cleaned by that pattern) and within NAME_MAX for any base: a longer base is cut to
+ * BASE_KEEP bytes plus "~" and a hash of the whole, so two long names sharing their
+ * first 200 bytes keep apart. engine/profiler_trace.c names its temporaries alike. */
 static int side_name(const char *path, const char *what, char *out, size_t size) {
-    char dir[NAME_LEN];
+    char dir[NAME_LEN], hash[16] = "";
     dir_of(path, dir, sizeof dir);
     const char *base = base_of(path);
     size_t n = strlen(base);
     if (n > BASE_KEEP) {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)base[i]) * 16777619u;
+        snprintf(hash, sizeof hash, "~%08x", (unsigned)h);
         n = BASE_KEEP;
         while (n > 0 && ((unsigned char)base[n] & 0xC0) == 0x80) n--; /* not inside a UTF-8 character */
     }
-    int len = snprintf(out, size, "%s/.%.*s.ftengine.%s.%ld", dir, (int)n, base, what, (long)getpid());
+    int len = snprintf(out, size, "%s/.%.*s%s.ftengine.%s.%ld", dir, (int)n, base, hash, what, (long)getpid());
     return len > 0 && (size_t)len < size && len < PATH_MAX ? 0 : -1;
 }
 
