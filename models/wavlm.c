@@ -106,10 +106,10 @@ static ft_status read_config(wavlm *w, ft_config *c) {
                                (long long)w->layers, (long long)w->heads, (long long)w->inter,
                                (long long)w->pos_k, (long long)w->pos_groups);
     if (w->d % w->heads)
-        return ft_config_error(c, "hidden size %lld is not a multiple of the %lld attention heads",
+        return ft_config_error(c, "hidden_size %lld is not a multiple of num_attention_heads %lld",
                                (long long)w->d, (long long)w->heads);
     if (w->d % w->pos_groups)
-        return ft_config_error(c, "hidden size %lld is not a multiple of num_conv_pos_embedding_groups %lld",
+        return ft_config_error(c, "hidden_size %lld is not a multiple of num_conv_pos_embedding_groups %lld",
                                (long long)w->d, (long long)w->pos_groups);
     if (w->num_buckets < 4 || w->max_distance < 1)
         return ft_config_error(c, "num_buckets (%lld) must be at least 4 and max_bucket_distance positive",

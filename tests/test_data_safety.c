@@ -643,6 +643,7 @@ static void test_config_keys(void) {
         {"intermediate_size", "0", "'intermediate_size'"},
         {"num_attention_heads", "-4", "'num_attention_heads'"},
         {"vocab_size", "0", "'vocab_size'"},
+        {"num_attention_heads", "7", "hidden_size 32 is not a multiple of num_attention_heads 7"},
         {"model_type", "\"bert\\u0000x\"", "NUL"},
         {"model_type\\u0000", "\"bert\"", "NUL"},
         {"hidden_act", "\"gelu\\u0000\"", "NUL"},
