@@ -112,26 +112,33 @@ static const char *describe(const ft_json *v, char *buf, size_t size) {
     return buf;
 }
 
-/* The least value of a key that is a size or a count. Known keys have their
- * own row (a layer count may be 0, a hidden size may not); any other key named
- * like a size or count (num_*, n_*, *_size(s), *_layers, *_heads, *_dim) is at
- * least 0. Returns false for keys that are neither (ids, flags...). */
-static bool key_min(const char *name, int64_t *min) {
-    static const struct { const char *key; int64_t min; } rows[] = {
-        {"num_hidden_layers", 0}, {"n_layers", 0}, {"n_layer", 0}, {"num_decoder_layers", 0},
-        {"type_vocab_size", 0}, {"vocab_size", 1}, {"hidden_size", 1}, {"dim", 1}, {"d_model", 1},
-        {"n_embd", 1}, {"num_attention_heads", 1}, {"n_heads", 1}, {"n_head", 1},
-        {"intermediate_size", 1}, {"hidden_dim", 1}, {"d_inner", 1}, {"n_inner", 1}, {"d_head", 1},
-        {"max_position_embeddings", 1}, {"n_positions", 1}, {"embedding_size", 1},
-        {"intra_bottleneck_size", 1}, {"num_feedforward_networks", 1}, {"num_channels", 1},
-        {"width_multiplier", 1}, {"num_conv_pos_embeddings", 1}, {"num_conv_pos_embedding_groups", 1},
-        {"num_buckets", 1}, {"max_bucket_distance", 1}, {"image_size", 1}, {"patch_size", 1},
-        {"block_sizes", 1}, {"block_repeats", 1}, {"conv_dim", 1}, {"conv_kernel", 1},
-        {"conv_stride", 1}, {"depths", 1}, {"hidden_sizes", 1},
+/* The range of a key that is a size or a count. Known keys have their own row
+ * (a layer count may be 0, a hidden size may not; counts of layers and heads stop
+ * at 65536, where a model would be absurd long before memory runs out); any other
+ * key named like a size or count (num_*, n_*, *_size(s), *_layers, *_heads, *_dim)
+ * is at least 0. Returns false for keys that are neither (ids, flags...). */
+#define CNT 65536
+static bool key_range(const char *name, int64_t *min, int64_t *max) {
+    static const struct { const char *key; int64_t min, max; } rows[] = {
+        {"num_hidden_layers", 0, CNT}, {"n_layers", 0, CNT}, {"n_layer", 0, CNT}, {"num_decoder_layers", 0, CNT},
+        {"type_vocab_size", 0, INT32_MAX}, {"vocab_size", 1, INT32_MAX}, {"hidden_size", 1, INT32_MAX},
+        {"dim", 1, INT32_MAX}, {"d_model", 1, INT32_MAX}, {"n_embd", 1, INT32_MAX},
+        {"num_attention_heads", 1, CNT}, {"n_heads", 1, CNT}, {"n_head", 1, CNT},
+        {"intermediate_size", 1, INT32_MAX}, {"hidden_dim", 1, INT32_MAX}, {"d_inner", 1, INT32_MAX},
+        {"n_inner", 1, INT32_MAX}, {"d_head", 1, INT32_MAX}, {"max_position_embeddings", 1, INT32_MAX},
+        {"n_positions", 1, INT32_MAX}, {"embedding_size", 1, INT32_MAX}, {"intra_bottleneck_size", 1, INT32_MAX},
+        {"num_feedforward_networks", 1, CNT}, {"num_channels", 1, INT32_MAX}, {"width_multiplier", 1, CNT},
+        {"num_conv_pos_embeddings", 1, INT32_MAX}, {"num_conv_pos_embedding_groups", 1, CNT},
+        {"num_buckets", 1, INT32_MAX}, {"max_bucket_distance", 1, INT32_MAX}, {"image_size", 1, INT32_MAX},
+        {"patch_size", 1, INT32_MAX}, {"block_sizes", 1, CNT}, {"block_repeats", 1, CNT},
+        {"conv_dim", 1, INT32_MAX}, {"conv_kernel", 1, INT32_MAX}, {"conv_stride", 1, INT32_MAX},
+        {"depths", 1, CNT}, {"hidden_sizes", 1, INT32_MAX},
     };
+    *max = INT32_MAX;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!strcmp(rows[i].key, name)) {
             *min = rows[i].min;
+            *max = rows[i].max;
             return true;
         }
     size_t n = strlen(name);
@@ -146,10 +153,13 @@ static bool key_min(const char *name, int64_t *min) {
 }
 
 static ft_status check_count(ft_config *c, const char *name, int64_t v, int elem) {
-    int64_t min;
-    if (!key_min(name, &min) || v >= min) return FT_OK;
+    int64_t min, max;
+    if (!key_range(name, &min, &max) || (v >= min && v <= max)) return FT_OK;
     char where[32] = "";
     if (elem >= 0) snprintf(where, sizeof where, " element %d", elem);
+    if (v > max)
+        return ft_config_error(c, "key '%s'%s is %lld, at most %lld is supported", name, where, (long long)v,
+                               (long long)max);
     return ft_config_error(c, "key '%s'%s is %lld, must be at least %lld (it is a size or a count)", name, where,
                            (long long)v, (long long)min);
 }
