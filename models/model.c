@@ -447,7 +447,11 @@ static ft_status model_macs(ft_model *m, int64_t batch, int64_t length, int64_t 
     for (int i = 0; st == FT_OK && i < tr.n_nodes; i++) {
         const ft_tensor *n = tr.nodes[i];
         ft_macs_fn f = ft_op_table[n->op].macs;
-        if (f) total += f(n);
+        int64_t v = f ? f(n) : 0;
+        if (v < 0 || total > INT64_MAX - v) /* no silent wrap for a huge batch */
+            st = ft_set_error(ctx, FT_ERR_SHAPE, "the MACs of batch %lld overflow a 64-bit count", (long long)batch);
+        else
+            total += v;
     }
     ft_trace_free(&tr);
     ft_arena_release_to(ctx, mark);
