@@ -455,7 +455,10 @@ static void test_csv_lock(void) {
     pid_t first = spawn(ARGS("sweep", "bert-tiny", "--modes", "eager", "--batches", "1,2,3", "--iters", "1000000",
                              "--warmup", "0", "--csv", "locked.csv"),
                         "first.log");
-    for (int i = 0; i < 3000 && !exists(csv); i++) usleep(10 * 1000); /* it holds its lock from here */
+    /* it holds its lock once the file exists, and has started it (the header) soon after:
+     * a sweep killed before that removes the file it made */
+    struct stat st;
+    for (int i = 0; i < 6000 && !(stat(csv, &st) == 0 && st.st_size > 0); i++) usleep(10 * 1000);
     CHECK(symlink("locked.csv", lnk) == 0, "symlink");
     const char *const *second[] = {
         ARGS("sweep", "bert-tiny", "--modes", "eager", "--batches", "1", FAST, "--csv", "locked.csv"),
