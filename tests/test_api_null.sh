@@ -67,6 +67,7 @@ function value_of(fn, ty, nm,    t) {
         if (nm == "path" && fn ~ /write/) return "outpath"
         if (nm == "path") return "\"bert-tiny\""
         if (nm == "name") return "\"last_hidden_state\""
+        if (fn ~ /mode/) return "\"eager\""  # a valid value, so the parser reaches its output
         return "\"f32\""
     }
     if (t == "ft_dtype*") return "&o_dt"
