@@ -6,6 +6,12 @@
  * always an error, never coerced, because a coerced 12.5 layers or "768"
  * hidden size would build a different model without anyone noticing. JSON
  * null counts as absent (HF writes null for "use the default").
+ *
+ * Keys that are sizes or counts are range-checked here, by name, for every
+ * model that reads them, so the message names the key at fault
+ * ("key 'intermediate_size' is 0, must be at least 1") instead of a model's
+ * summary of several values. A string holding NUL (\u0000) is refused: C code
+ * compares it up to the NUL, so "bert\u0000x" would pass for "bert".
  */
 #include "config.h"
 
@@ -106,6 +112,58 @@ static const char *describe(const ft_json *v, char *buf, size_t size) {
     return buf;
 }
 
+/* The range of a key that is a size or a count. Known keys have their own row
+ * (a layer count may be 0, a hidden size may not; counts of layers and heads stop
+ * at 65536, where a model would be absurd long before memory runs out); any other
+ * key named like a size or count (num_*, n_*, *_size(s), *_layers, *_heads, *_dim)
+ * is at least 0. Returns false for keys that are neither (ids, flags...). */
+#define CNT 65536
+static bool key_range(const char *name, int64_t *min, int64_t *max) {
+    static const struct { const char *key; int64_t min, max; } rows[] = {
+        {"num_hidden_layers", 0, CNT}, {"n_layers", 0, CNT}, {"n_layer", 0, CNT}, {"num_decoder_layers", 0, CNT},
+        {"type_vocab_size", 0, INT32_MAX}, {"vocab_size", 1, INT32_MAX}, {"hidden_size", 1, INT32_MAX},
+        {"dim", 1, INT32_MAX}, {"d_model", 1, INT32_MAX}, {"n_embd", 1, INT32_MAX},
+        {"num_attention_heads", 1, CNT}, {"n_heads", 1, CNT}, {"n_head", 1, CNT},
+        {"intermediate_size", 1, INT32_MAX}, {"hidden_dim", 1, INT32_MAX}, {"d_inner", 1, INT32_MAX},
+        {"n_inner", 1, INT32_MAX}, {"d_head", 1, INT32_MAX}, {"max_position_embeddings", 1, INT32_MAX},
+        {"n_positions", 1, INT32_MAX}, {"embedding_size", 1, INT32_MAX}, {"intra_bottleneck_size", 1, INT32_MAX},
+        {"num_feedforward_networks", 1, CNT}, {"num_channels", 1, INT32_MAX}, {"width_multiplier", 1, CNT},
+        {"num_conv_pos_embeddings", 1, INT32_MAX}, {"num_conv_pos_embedding_groups", 1, CNT},
+        {"num_buckets", 1, INT32_MAX}, {"max_bucket_distance", 1, INT32_MAX}, {"image_size", 1, INT32_MAX},
+        {"patch_size", 1, INT32_MAX}, {"block_sizes", 1, CNT}, {"block_repeats", 1, CNT},
+        {"conv_dim", 1, INT32_MAX}, {"conv_kernel", 1, INT32_MAX}, {"conv_stride", 1, INT32_MAX},
+        {"depths", 1, CNT}, {"hidden_sizes", 1, INT32_MAX},
+    };
+    *max = INT32_MAX;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!strcmp(rows[i].key, name)) {
+            *min = rows[i].min;
+            *max = rows[i].max;
+            return true;
+        }
+    size_t n = strlen(name);
+    static const char *const suffixes[] = {"_size", "_sizes", "_layers", "_heads", "_dim"};
+    bool like = !strncmp(name, "num_", 4) || !strncmp(name, "n_", 2);
+    for (size_t i = 0; !like && i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        like = n > k && !strcmp(name + n - k, suffixes[i]);
+    }
+    *min = 0;
+    return like;
+}
+
+static ft_status check_count(ft_config *c, const char *name, int64_t v, int elem) {
+    int64_t min, max;
+    if (!key_range(name, &min, &max) || (v >= min && v <= max)) return FT_OK;
+    char where[32] = "";
+    if (elem >= 0) snprintf(where, sizeof where, " element %d", elem);
+    if (v > max)
+        return ft_config_error(c, "key '%s'%s is %lld, at most %lld is supported", name, where, (long long)v,
+                               (long long)max);
+    return ft_config_error(c, "key '%s'%s is %lld, must be at least %lld (it is a size or a count)", name, where,
+                           (long long)v, (long long)min);
+}
+
 static ft_status wrong_type(ft_config *c, const char *name, const char *want, const ft_json *v) {
     char d[96];
     return ft_set_error(c->ctx, FT_ERR_FORMAT, "%s: key '%s' must be %s, got %s", c->source, name,
@@ -133,7 +191,7 @@ ft_status ft_config_int(ft_config *c, const char *key, int64_t def, int64_t *out
     if (*out > INT32_MAX || *out < -(int64_t)INT32_MAX)
         return ft_config_error(c, "'%s' is %lld, out of range (at most %d in magnitude)", name,
                                (long long)*out, INT32_MAX);
-    return FT_OK;
+    return check_count(c, name, *out, -1);
 }
 
 ft_status ft_config_float(ft_config *c, const char *key, double def, double *out) {
@@ -174,6 +232,9 @@ ft_status ft_config_string(ft_config *c, const char *key, const char *def, const
         return FT_OK;
     }
     if (ft_json_type_of(v) != FT_JSON_STRING) return wrong_type(c, name, "a string", v);
+    if (ft_json_string_len(v) != strlen(ft_json_string(v)))
+        return ft_config_error(c, "key '%s' is \"%.40s\\u0000...\": a string holding a NUL character (\\u0000)",
+                               name, ft_json_string(v));
     *out = ft_json_string(v);
     return FT_OK;
 }
@@ -215,6 +276,7 @@ ft_status ft_config_int_array(ft_config *c, const char *key, const int64_t *def,
         if (out[i] > INT32_MAX || out[i] < -(int64_t)INT32_MAX)
             return ft_config_error(c, "'%s' element %d is %lld, out of range (at most %d in magnitude)",
                                    name, i, (long long)out[i], INT32_MAX);
+        if ((st = check_count(c, name, out[i], i)) != FT_OK) return st;
     }
     *n = len;
     return FT_OK;

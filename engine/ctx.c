@@ -20,7 +20,7 @@ const char *ft_status_str(ft_status s) {
     static const char *const names[] = {
         "FT_OK", "FT_ERR_INVALID_ARG", "FT_ERR_SHAPE", "FT_ERR_OOM", "FT_ERR_IO",
         "FT_ERR_FORMAT", "FT_ERR_UNSUPPORTED", "FT_ERR_CUDA", "FT_ERR_CUBLAS",
-        "FT_ERR_NOT_FOUND", "FT_ERR_PLAN_MISMATCH", "FT_ERR_CAPTURE", "FT_ERR_INTERNAL"};
+        "FT_ERR_NOT_FOUND", "FT_ERR_PLAN_MISMATCH", "FT_ERR_CAPTURE", "FT_ERR_INTERNAL", "FT_ERR_BUSY"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FT_ERR_UNKNOWN";
 }
 
@@ -36,7 +36,7 @@ const char *ft_mode_name(ft_mode m) {
 }
 
 ft_status ft_mode_parse(const char *s, ft_mode *out) {
-    if (!s) return FT_ERR_INVALID_ARG;
+    if (!s || !out) return FT_ERR_INVALID_ARG;
     if (!strcmp(s, "eager")) *out = FT_MODE_EAGER;
     else if (!strcmp(s, "graph")) *out = FT_MODE_GRAPH;
     else if (!strcmp(s, "static")) *out = FT_MODE_STATIC;
@@ -86,16 +86,68 @@ ft_ctx_options ft_ctx_options_default(void) {
     return o;
 }
 
-static int env_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
+/* ---- public API guards (ft_internal.h) ---- */
+
+ft_status ft_api_null(ft_ctx *ctx, const char *fn, const char *arg) {
+    /* "ft_reshape: argument shape is NULL"; a pending error stays (sticky errors: a
+     * NULL tensor is what a failed op returned) */
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: argument '%s' is NULL", fn, arg);
+}
+
+bool ft_tensor_of_ctx(ft_ctx *ctx, const ft_tensor *t, const char *fn, const char *arg) {
+    if (!t->ctx || t->ctx == ctx) return true;
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: tensor '%s' belongs to another context", fn, arg);
+    return false;
+}
+
+/* The calling thread's identity (the address of its own variable) and the refusal it
+ * got last, which only it sees. initial-exec: one instruction, not a TLS lookup call,
+ * since an op of a forward enters the context on every call. */
+static _Thread_local char tls_self __attribute__((tls_model("initial-exec")));
+static _Thread_local const ft_ctx *tls_busy_ctx __attribute__((tls_model("initial-exec")));
+static _Thread_local char tls_busy_msg[256];
+
+ft_status ft_ctx_enter(ft_ctx *ctx, const char *fn) {
+    void *me = &tls_self, *none = NULL;
+    if (__atomic_load_n(&ctx->busy_owner, __ATOMIC_RELAXED) == me) { /* nested, same thread */
+        ctx->busy_depth++;
+        return FT_OK;
+    }
+    if (__atomic_compare_exchange_n(&ctx->busy_owner, &none, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        ctx->busy_depth = 1;
+        if (tls_busy_ctx == ctx) tls_busy_ctx = NULL;
+        return FT_OK;
+    }
+    tls_busy_ctx = ctx;
+    snprintf(tls_busy_msg, sizeof tls_busy_msg,
+             "%s: the context is in use by another thread (a context and its models and tensors "
+             "must be used by one thread at a time)", fn);
+    return FT_ERR_BUSY;
+}
+
+void ft_ctx_leave(ft_ctx *ctx) {
+    if (--ctx->busy_depth == 0) __atomic_store_n(&ctx->busy_owner, NULL, __ATOMIC_RELEASE);
 }
 
 ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     if (!out) return FT_ERR_INVALID_ARG;
     *out = NULL;
     ft_ctx_options o = opt ? *opt : ft_ctx_options_default();
-    if (o.device != FT_DEVICE_CPU && o.device != FT_DEVICE_CUDA) return FT_ERR_INVALID_ARG;
+    if (o.errbuf && o.errbuf_size) o.errbuf[0] = 0;
+    /* every FT_* knob holds a value its row accepts (engine/env.c), or no context */
+    if (ft_env_check(o.errbuf, o.errbuf_size) != FT_OK) return FT_ERR_INVALID_ARG;
+    if (o.device != FT_DEVICE_CPU && o.device != FT_DEVICE_CUDA) {
+        if (o.errbuf && o.errbuf_size)
+            snprintf(o.errbuf, o.errbuf_size, "ft_ctx_options: device %d is neither FT_DEVICE_CPU nor "
+                     "FT_DEVICE_CUDA", (int)o.device);
+        return FT_ERR_INVALID_ARG;
+    }
+    if (o.cpu_threads < 0 || o.cpu_threads > 4096 || o.device_index < 0) {
+        if (o.errbuf && o.errbuf_size)
+            snprintf(o.errbuf, o.errbuf_size, "ft_ctx_options: cpu_threads %d must be in [0, 4096] and "
+                     "device_index %d not negative", o.cpu_threads, o.device_index);
+        return FT_ERR_INVALID_ARG;
+    }
     if (o.pdl < FT_OPT_OFF || o.pdl > FT_OPT_ON || o.gemm_autotune < FT_OPT_OFF ||
         o.gemm_autotune > FT_OPT_ON) {
         if (o.errbuf && o.errbuf_size)
@@ -117,9 +169,8 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
 #else
     ctx->cpu_threads = 1;
 #endif
-    ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
-    const char *cost = getenv("FT_OP_HOST_COST_US");
-    if (cost) ctx->extra_op_cost_us = atof(cost);
+    ctx->sync_debug = ft_env_flag(FT_ENV_SYNC_DEBUG, false);
+    ctx->extra_op_cost_us = ft_env_num(FT_ENV_OP_HOST_COST_US, 0);
     ft_nvtx_ctx_init(ctx); /* after the team size is known: it names the workers */
     if (o.device == FT_DEVICE_CPU) {
         ft_allocator_init_cpu(&ctx->alloc);
@@ -151,7 +202,8 @@ ft_status ft_ctx_create(ft_device device, ft_ctx **out) {
 }
 
 void ft_ctx_free(ft_ctx *ctx) {
-    if (!ctx) return;
+    /* not under another thread's call: leaking it beats freeing what runs */
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return;
     ft_arena_release_to(ctx, 0);
     for (ft_arena_chunk *c = ctx->arena.head; c;) {
         ft_arena_chunk *n = c->next;
@@ -171,10 +223,14 @@ void ft_ctx_free(ft_ctx *ctx) {
 
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us) {
     if (!ctx) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
     if (!(us >= 0 && us <= 1e6)) /* also refuses NaN */
-        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "op host cost %g us: must be in [0, 1e6]", us);
-    ctx->extra_op_cost_us = us;
-    return FT_OK;
+        st = ft_set_error(ctx, FT_ERR_INVALID_ARG, "op host cost %g us: must be in [0, 1e6]", us);
+    else
+        ctx->extra_op_cost_us = us;
+    ft_ctx_leave(ctx);
+    return st;
 }
 
 ft_device ft_ctx_device(const ft_ctx *ctx) { return ctx ? ctx->device : FT_DEVICE_CPU; }
@@ -211,34 +267,51 @@ const char *ft_ctx_device_label(ft_ctx *ctx) {
              model[0] ? ", " : "", ctx->cpu_threads);
     return ctx->device_label;
 }
-ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_ERR_INVALID_ARG; }
-const char *ft_ctx_errmsg(const ft_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
+ft_status ft_ctx_status(const ft_ctx *ctx) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+    return tls_busy_ctx == ctx ? FT_ERR_BUSY : ctx->status;
+}
+const char *ft_ctx_errmsg(const ft_ctx *ctx) {
+    if (!ctx) return "no context";
+    return tls_busy_ctx == ctx ? tls_busy_msg : ctx->errmsg;
+}
 
 void ft_ctx_clear_error(ft_ctx *ctx) {
     if (!ctx) return;
+    if (tls_busy_ctx == ctx) tls_busy_ctx = NULL; /* this thread's refusal */
+    if (ft_ctx_enter(ctx, __func__) != FT_OK) return; /* the error belongs to the thread at work */
     ctx->status = FT_OK;
     ctx->errmsg[0] = 0;
+    ft_ctx_leave(ctx);
 }
 
 ft_status ft_ctx_profiler_range(ft_ctx *ctx, int on) {
     if (!ctx) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
 #ifdef FT_WITH_CUDA
-    if (ctx->device == FT_DEVICE_CUDA) return ft_cuda_profiler_range(ctx, on);
+    if (ctx->device == FT_DEVICE_CUDA) st = ft_cuda_profiler_range(ctx, on);
 #endif
     (void)on;
-    return FT_OK;
+    ft_ctx_leave(ctx);
+    return st;
 }
 
 ft_status ft_ctx_sync(ft_ctx *ctx) {
     if (!ctx) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
 #ifdef FT_WITH_CUDA
-    if (ctx->device == FT_DEVICE_CUDA) return ft_cuda_sync(ctx);
+    if (ctx->device == FT_DEVICE_CUDA) st = ft_cuda_sync(ctx);
 #endif
-    return FT_OK;
+    ft_ctx_leave(ctx);
+    return st;
 }
 
 void ft_ctx_reset(ft_ctx *ctx) {
-    if (ctx) ft_arena_release_to(ctx, 0);
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return; /* never under a working thread */
+    ft_arena_release_to(ctx, 0);
+    ft_ctx_leave(ctx);
 }
 
 ft_mem_stats ft_ctx_mem_stats(const ft_ctx *ctx) {

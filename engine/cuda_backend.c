@@ -221,10 +221,6 @@ static void cuda_sys_free(ft_allocator *a, void *p) {
 /* context                                                                    */
 /* ------------------------------------------------------------------------- */
 
-static int env_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 /* Programmatic dependent launch: on for sm_90+ running kernels built from
  * sm_90+ PTX, unless FT_DISABLE_PDL is set or the probe finds the driver
@@ -236,7 +232,7 @@ static ft_status pdl_init(ft_ctx *ctx, ft_cuda_state *s) {
         snprintf(s->pdl_note, sizeof s->pdl_note, "ft_ctx_options.pdl is FT_OPT_OFF");
         return FT_OK;
     }
-    if (ctx->opt_pdl != FT_OPT_ON && env_flag("FT_DISABLE_PDL")) {
+    if (ctx->opt_pdl != FT_OPT_ON && ft_env_flag(FT_ENV_DISABLE_PDL, false)) {
         snprintf(s->pdl_note, sizeof s->pdl_note, "FT_DISABLE_PDL is set");
         return FT_OK;
     }
@@ -316,10 +312,9 @@ ft_status ft_cuda_ctx_init(ft_ctx *ctx) {
     ctx->cuda = s;
     s->ctx = ctx;
     s->device = ctx->device_index;
-    s->allow_tf32 = env_flag("FT_ALLOW_TF32");
-    s->fast_gelu = env_flag("FT_FAST_GELU");
-    const char *tune = getenv("FT_GEMM_AUTOTUNE");
-    s->gemm_tune = ctx->opt_gemm_autotune == FT_OPT_DEFAULT ? !(tune && !strcmp(tune, "0"))
+    s->allow_tf32 = ft_env_flag(FT_ENV_ALLOW_TF32, false);
+    s->fast_gelu = ft_env_flag(FT_ENV_FAST_GELU, false);
+    s->gemm_tune = ctx->opt_gemm_autotune == FT_OPT_DEFAULT ? ft_env_flag(FT_ENV_GEMM_AUTOTUNE, true)
                                                             : ctx->opt_gemm_autotune == FT_OPT_ON;
 
     CU_TRY(ctx, cudaSetDevice(s->device));

@@ -26,6 +26,7 @@ ft_status ft_dtype_parse(const char *s, ft_dtype *out) {
         {"f16", FT_DTYPE_F16},  {"fp16", FT_DTYPE_F16},  {"float16", FT_DTYPE_F16},
         {"bf16", FT_DTYPE_BF16}, {"bfloat16", FT_DTYPE_BF16},
     };
+    if (!out) return FT_ERR_INVALID_ARG;
     for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(s, names[i].name)) {
             *out = names[i].t;

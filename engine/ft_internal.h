@@ -12,6 +12,7 @@
 
 #include "ftengine.h"
 #include "ops.h"
+#include "env.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -78,6 +79,7 @@ struct ft_tensor {
     int32_t id;       /* position in a trace or graph; -1 otherwise */
     void *extra;      /* backend data resolved at plan time (e.g. a GEMM algorithm) */
     char name[FT_MAX_NAME];
+    struct ft_ctx *ctx; /* the context that made it (NULL: a graph's own node) */
 };
 
 /* ------------------------------------------------------------------------- */
@@ -214,7 +216,32 @@ struct ft_ctx {
     struct ft_profiler *profiler;  /* the profiler made for this context, if any (engine/profiler.c) */
     struct ft_cpu_scratch *cpu_scratch;       /* CPU kernels' scratch (kernels/cpu/scratch.c) */
     struct ft_cpu_pack_cache *cpu_pack_cache; /* eager packed weights (kernels/cpu/pack_cache.c) */
+    /* the thread inside a public call (ft_ctx_enter), NULL when none; atomic */
+    void *busy_owner;
+    int busy_depth; /* nested entries of that thread (a forward's ops) */
 };
+
+/* ------------------------------------------------------------------------- */
+/* Public API guards (engine/ctx.c)                                           */
+/* ------------------------------------------------------------------------- */
+
+/* Every public function checks its pointer arguments with these, so a NULL is
+ * FT_ERR_INVALID_ARG naming the function and the argument, never a crash:
+ *     if (!FT_ARG_OK(ctx, x) || !FT_ARG_OK(ctx, shape)) return NULL;
+ * The message is recorded in ctx (when there is one and no error is pending). */
+ft_status ft_api_null(ft_ctx *ctx, const char *fn, const char *arg);
+#define FT_ARG_OK(ctx, ptr) ((ptr) != NULL || (ft_api_null((ctx), __func__, #ptr), 0))
+/* A tensor of another context: FT_ERR_INVALID_ARG naming fn and the argument. */
+bool ft_tensor_of_ctx(ft_ctx *ctx, const ft_tensor *t, const char *fn, const char *arg);
+#define FT_TENSOR_OK(ctx, t) (FT_ARG_OK(ctx, t) && ft_tensor_of_ctx((ctx), (t), __func__, #t))
+
+/* One thread at a time per context: a public call that mutates the context enters
+ * it first and leaves it on return. Entering again from the thread inside (an op
+ * of a model's forward) nests; from another thread it fails with FT_ERR_BUSY,
+ * reported to that thread only (ft_ctx_status/ft_ctx_errmsg called from it), so
+ * the working thread's state is never written by the refused one. */
+ft_status ft_ctx_enter(ft_ctx *ctx, const char *fn);
+void ft_ctx_leave(ft_ctx *ctx);
 
 /* kernels/cpu: frees the context's CPU scratch and pack cache (ft_ctx_free);
  * drops a parameter's packed panels from the cache (model teardown). */

@@ -505,11 +505,15 @@ static ft_status jp_object(ft_json_parser *jp, ft_json **out) {
         }
         char *key = NULL;
         size_t klen = 0;
+        const char *key_at = jp->p;
         if ((st = jp_string(jp, &key, &klen)) != FT_OK) break;
+        if (strlen(key) != klen) /* keys are C strings: "a\u0000b" would answer for "a" */
+            st = jp_error(jp, key_at, "the key \"%.64s\\u0000...\" holds a NUL character (\\u0000)", key);
         jp_skip_ws(jp);
-        if (jp->p >= jp->end || *jp->p != ':') {
-            st = jp_error(jp, jp->p, "expected ':' after the key \"%.64s\", got %s", key,
-                          jp_describe(jp, jp->p, d, sizeof d));
+        if (st != FT_OK || jp->p >= jp->end || *jp->p != ':') {
+            if (st == FT_OK)
+                st = jp_error(jp, jp->p, "expected ':' after the key \"%.64s\", got %s", key,
+                              jp_describe(jp, jp->p, d, sizeof d));
             free(key);
             break;
         }

@@ -97,9 +97,8 @@ static int tool_listens(void) {
 }
 
 static void decide(void) {
-    const char *v = getenv("FT_NVTX");
-    if (v && *v) {
-        G.on = strcmp(v, "0") != 0;
+    if (ft_env_str(FT_ENV_NVTX)) {
+        G.on = ft_env_flag(FT_ENV_NVTX, false);
     } else {
         nvtxInitialize(NULL); /* loads and initialises the tool, if one is named */
         G.on = tool_listens();

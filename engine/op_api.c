@@ -6,6 +6,15 @@
  * layout (rows with unit inner stride, a GEMM operand, contiguous) gets its
  * input copied first by an explicit ft_contiguous call, which the dispatcher
  * sees and the tracer records as its own node, as torch.matmul does inside.
+ *
+ * Argument rules, for every op here and every one added: kernels and views run
+ * through dispatch() / view() below, which enter the context (one thread at a
+ * time: another thread's call gets FT_ERR_BUSY) and refuse a tensor of another
+ * context; a NULL tensor is refused by the dispatcher (an optional one, such as
+ * a bias, may be NULL). Any other pointer argument (a shape, a permutation) is
+ * checked with FT_ARG_OK(ctx, ptr) before use, and an op that reads a tensor's
+ * fields itself first checks it with FT_TENSOR_OK(ctx, x): both record
+ * FT_ERR_INVALID_ARG naming the function and the argument.
  */
 #include "ft_internal.h"
 
@@ -15,9 +24,31 @@
 
 static ft_tensor *dispatch(ft_ctx *ctx, ft_op op, ft_tensor *const *src, int n,
                            const void *p, size_t ps) {
-    if (!ALIVE(ctx)) return NULL;
-    return ft_dispatch(ctx, op, src, n, p, ps);
+    if (!ctx || ft_ctx_enter(ctx, ft_op_name(op)) != FT_OK) return NULL;
+    ft_tensor *t = NULL;
+    bool ok = ALIVE(ctx);
+    for (int i = 0; ok && i < n; i++)
+        if (src[i] && src[i]->ctx && src[i]->ctx != ctx) {
+            ft_set_error(ctx, FT_ERR_INVALID_ARG, "op %s: input %d is a tensor of another context",
+                         ft_op_name(op), i);
+            ok = false;
+        }
+    if (ok) t = ft_dispatch(ctx, op, src, n, p, ps);
+    ft_ctx_leave(ctx);
+    return t;
 }
+
+static ft_tensor *view(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *ne, const int64_t *nb,
+                       int64_t offs) {
+    if (!ctx || ft_ctx_enter(ctx, "view") != FT_OK) return NULL;
+    ft_tensor *t = ALIVE(ctx) ? ft_dispatch_view(ctx, x, ndim, ne, nb, offs) : NULL;
+    ft_ctx_leave(ctx);
+    return t;
+}
+
+/* The start of an op that reads x's fields before dispatching: the context healthy,
+ * x present and of this context. */
+#define X_OK(ctx, x) (ALIVE(ctx) && FT_TENSOR_OK(ctx, x))
 
 static ft_tensor *view_error(ft_ctx *ctx, const char *op, const ft_tensor *x, const char *why) {
     char sh[96];
@@ -35,7 +66,7 @@ ft_tensor *ft_cast(ft_ctx *ctx, ft_tensor *x, ft_dtype dtype) {
 }
 
 ft_tensor *ft_contiguous(ft_ctx *ctx, ft_tensor *x) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     if (ft_tensor_contiguous(x)) return x;
     return ft_cast(ctx, x, x->dtype);
 }
@@ -58,14 +89,14 @@ static ft_tensor *inner_unit_or_copy(ft_ctx *ctx, ft_tensor *x) {
 }
 
 ft_tensor *ft_concat(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, int dim) {
-    if (!ALIVE(ctx) || !a || !b) return NULL;
+    if (!X_OK(ctx, a) || !FT_TENSOR_OK(ctx, b)) return NULL;
     ft_params_concat p = {ft_norm_dim(dim, a->ndim)};
     ft_tensor *s[2] = {ft_contiguous(ctx, a), ft_contiguous(ctx, b)};
     return dispatch(ctx, FT_OP_CONCAT, s, 2, &p, sizeof p);
 }
 
 ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t after, float value) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     ft_params_pad p;
     memset(&p, 0, sizeof p);
     p.dim = ft_norm_dim(dim, x->ndim);
@@ -81,7 +112,7 @@ ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t af
 /* ------------------------------------------------------------------------- */
 
 ft_tensor *ft_reshape(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *shape) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x) || (ndim > 0 && !FT_ARG_OK(ctx, shape))) return NULL;
     if (ndim < 0 || ndim > FT_MAX_DIMS) return view_error(ctx, "reshape", x, "invalid rank");
     int64_t ne[FT_MAX_DIMS], known = 1;
     int infer = -1;
@@ -110,11 +141,11 @@ ft_tensor *ft_reshape(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *shape)
         nb[i] = s;
         s *= ne[i];
     }
-    return ft_dispatch_view(ctx, x, ndim, ne, nb, 0);
+    return view(ctx, x, ndim, ne, nb, 0);
 }
 
 ft_tensor *ft_permute(ft_ctx *ctx, ft_tensor *x, const int *perm) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x) || (x->ndim > 0 && !FT_ARG_OK(ctx, perm))) return NULL;
     int64_t ne[FT_MAX_DIMS], nb[FT_MAX_DIMS];
     int seen = 0;
     for (int i = 0; i < x->ndim; i++) {
@@ -124,11 +155,11 @@ ft_tensor *ft_permute(ft_ctx *ctx, ft_tensor *x, const int *perm) {
         ne[i] = x->ne[d];
         nb[i] = x->nb[d];
     }
-    return ft_dispatch_view(ctx, x, x->ndim, ne, nb, 0);
+    return view(ctx, x, x->ndim, ne, nb, 0);
 }
 
 ft_tensor *ft_transpose(ft_ctx *ctx, ft_tensor *x, int d0, int d1) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     int a = ft_norm_dim(d0, x->ndim), b = ft_norm_dim(d1, x->ndim);
     if (a < 0 || b < 0) return view_error(ctx, "transpose", x, "dim out of range");
     int perm[FT_MAX_DIMS];
@@ -139,7 +170,7 @@ ft_tensor *ft_transpose(ft_ctx *ctx, ft_tensor *x, int d0, int d1) {
 }
 
 ft_tensor *ft_slice(ft_ctx *ctx, ft_tensor *x, int dim, int64_t start, int64_t length) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     int d = ft_norm_dim(dim, x->ndim);
     if (d < 0) return view_error(ctx, "slice", x, "dim out of range");
     if (start < 0 || length < 0 || start + length > x->ne[d])
@@ -147,11 +178,11 @@ ft_tensor *ft_slice(ft_ctx *ctx, ft_tensor *x, int dim, int64_t start, int64_t l
     int64_t ne[FT_MAX_DIMS];
     memcpy(ne, x->ne, sizeof ne);
     ne[d] = length;
-    return ft_dispatch_view(ctx, x, x->ndim, ne, x->nb, start * x->nb[d]);
+    return view(ctx, x, x->ndim, ne, x->nb, start * x->nb[d]);
 }
 
 ft_tensor *ft_select(ft_ctx *ctx, ft_tensor *x, int dim, int64_t index) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     int d = ft_norm_dim(dim, x->ndim);
     if (d < 0 || index < 0 || index >= x->ne[d])
         return view_error(ctx, "select", x, "index out of range");
@@ -162,25 +193,26 @@ ft_tensor *ft_select(ft_ctx *ctx, ft_tensor *x, int dim, int64_t index) {
         ne[k] = x->ne[i];
         nb[k++] = x->nb[i];
     }
-    return ft_dispatch_view(ctx, x, x->ndim - 1, ne, nb, index * x->nb[d]);
+    return view(ctx, x, x->ndim - 1, ne, nb, index * x->nb[d]);
 }
 
 ft_tensor *ft_expand(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *shape) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x) || (ndim > 0 && !FT_ARG_OK(ctx, shape))) return NULL;
     if (ndim < x->ndim || ndim > FT_MAX_DIMS) return view_error(ctx, "expand", x, "invalid rank");
     int64_t ne[FT_MAX_DIMS], nb[FT_MAX_DIMS];
     for (int i = 0; i < ndim; i++) {
         int j = i - (ndim - x->ndim);
         int64_t have = j >= 0 ? x->ne[j] : 1, want = shape[i] == -1 ? have : shape[i];
+        if (want < 0) return view_error(ctx, "expand", x, "negative size");
         if (have != want && have != 1) return view_error(ctx, "expand", x, "dim is not 1 or equal");
         ne[i] = want;
         nb[i] = (j >= 0 && have == want) ? x->nb[j] : 0;
     }
-    return ft_dispatch_view(ctx, x, ndim, ne, nb, 0);
+    return view(ctx, x, ndim, ne, nb, 0);
 }
 
 ft_tensor *ft_unsqueeze(ft_ctx *ctx, ft_tensor *x, int dim) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     if (dim < 0) dim += x->ndim + 1;
     if (dim < 0 || dim > x->ndim || x->ndim == FT_MAX_DIMS)
         return view_error(ctx, "unsqueeze", x, "dim out of range");
@@ -194,7 +226,7 @@ ft_tensor *ft_unsqueeze(ft_ctx *ctx, ft_tensor *x, int dim) {
             nb[i] = x->nb[k++];
         }
     }
-    return ft_dispatch_view(ctx, x, x->ndim + 1, ne, nb, 0);
+    return view(ctx, x, x->ndim + 1, ne, nb, 0);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -202,13 +234,13 @@ ft_tensor *ft_unsqueeze(ft_ctx *ctx, ft_tensor *x, int dim) {
 /* ------------------------------------------------------------------------- */
 
 ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids) {
-    if (!ALIVE(ctx) || !table || !ids) return NULL;
+    if (!X_OK(ctx, table) || !FT_TENSOR_OK(ctx, ids)) return NULL;
     ft_tensor *s[2] = {ft_contiguous(ctx, table), ft_contiguous(ctx, ids)};
     return dispatch(ctx, FT_OP_EMBEDDING, s, 2, NULL, 0);
 }
 
 ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx) {
-    if (!ALIVE(ctx) || !x || !idx) return NULL;
+    if (!X_OK(ctx, x) || !FT_TENSOR_OK(ctx, idx)) return NULL;
     ft_tensor *s[2] = {ft_contiguous(ctx, x), ft_contiguous(ctx, idx)};
     return dispatch(ctx, FT_OP_GATHER_LAST, s, 2, NULL, 0);
 }
@@ -278,7 +310,7 @@ ft_tensor *ft_batchnorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *mean, ft_tensor *v
 }
 
 ft_tensor *ft_pool_dim(ft_ctx *ctx, ft_tensor *x, int dim, int kind, int kernel, int stride) {
-    if (!ALIVE(ctx) || !x) return NULL;
+    if (!X_OK(ctx, x)) return NULL;
     ft_params_pool_dim p = {ft_norm_dim(dim, x->ndim), kind, kernel, stride};
     x = ft_contiguous(ctx, x);
     return dispatch(ctx, FT_OP_POOL_DIM, &x, 1, &p, sizeof p);
@@ -341,7 +373,7 @@ ft_tensor *ft_global_avgpool(ft_ctx *ctx, ft_tensor *x) {
 }
 
 ft_tensor *ft_weight_norm(ft_ctx *ctx, ft_tensor *g, ft_tensor *v, int dim) {
-    if (!ALIVE(ctx) || !g || !v) return NULL;
+    if (!X_OK(ctx, g) || !FT_TENSOR_OK(ctx, v)) return NULL;
     ft_params_weight_norm p = {ft_norm_dim(dim, v->ndim)};
     ft_tensor *s[2] = {ft_contiguous(ctx, g), ft_contiguous(ctx, v)};
     return dispatch(ctx, FT_OP_WEIGHT_NORM, s, 2, &p, sizeof p);

@@ -172,6 +172,10 @@ ft_status ft_profiler_create(ft_ctx *ctx, const ft_profiler_options *opt, ft_pro
     if (ctx->profiler)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_create: the context already has a profiler");
     ft_profiler_options o = opt ? *opt : ft_profiler_options_default();
+    if (o.max_ops < 0 || o.max_gpu_records < 0)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_create: max_ops %lld and max_gpu_records %lld "
+                            "must not be negative (0 takes the default)", (long long)o.max_ops,
+                            (long long)o.max_gpu_records);
     if (o.max_ops <= 0) o.max_ops = DEFAULT_MAX_OPS;
     if (o.max_gpu_records <= 0) o.max_gpu_records = DEFAULT_MAX_GPU;
     ft_profiler *p = (ft_profiler *)calloc(1, sizeof *p);
@@ -232,8 +236,29 @@ void ft_profiler_free(ft_profiler *p) {
     free(p);
 }
 
+static ft_status profiler_start(ft_profiler *p);
+static ft_status profiler_stop(ft_profiler *p);
+
+/* start and stop change the context's dispatch hooks: never under another thread */
 ft_status ft_profiler_start(ft_profiler *p) {
     if (!p) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(p->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = profiler_start(p);
+    ft_ctx_leave(p->ctx);
+    return st;
+}
+
+ft_status ft_profiler_stop(ft_profiler *p) {
+    if (!p) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(p->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = profiler_stop(p);
+    ft_ctx_leave(p->ctx);
+    return st;
+}
+
+static ft_status profiler_start(ft_profiler *p) {
     ft_ctx *ctx = p->ctx;
     if (p->open) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_start: a window is already open");
     /* the window starts with the device idle, so nothing earlier is counted */
@@ -566,8 +591,7 @@ static ft_status compute(ft_profiler *p) {
     return st;
 }
 
-ft_status ft_profiler_stop(ft_profiler *p) {
-    if (!p) return FT_ERR_INVALID_ARG;
+static ft_status profiler_stop(ft_profiler *p) {
     ft_ctx *ctx = p->ctx;
     if (!p->open) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_profiler_stop: no window is open");
     /* the window ends when the device has finished what was launched in it */
@@ -606,7 +630,8 @@ const char *ft_profiler_cupti_note(const ft_profiler *p) {
 }
 
 ft_status ft_profiler_summary(const ft_profiler *p, ft_profile_summary *out) {
-    if (!p || !out) return FT_ERR_INVALID_ARG;
+    if (!p) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(p->ctx, __func__, "out");
     *out = p->sum;
     return FT_OK;
 }
@@ -616,7 +641,8 @@ int64_t ft_profiler_op_count(const ft_profiler *p) {
 }
 
 ft_status ft_profiler_op(const ft_profiler *p, int64_t i, ft_profile_op *out) {
-    if (!p || !out) return FT_ERR_INVALID_ARG;
+    if (!p) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(p->ctx, __func__, "out");
     if (!p->sum.valid || i < 0 || i >= p->n_ops)
         return ft_set_error(p->ctx, FT_ERR_INVALID_ARG, "ft_profiler_op: no record %lld", (long long)i);
     const ft_prof_op *r = &p->ops[i];
@@ -646,7 +672,8 @@ int ft_profiler_op_stats_count(const ft_profiler *p) {
 }
 
 ft_status ft_profiler_op_stats(const ft_profiler *p, int i, ft_profile_op_stats *out) {
-    if (!p || !out) return FT_ERR_INVALID_ARG;
+    if (!p) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(p->ctx, __func__, "out");
     if (!p->sum.valid || i < 0 || i >= p->n_names)
         return ft_set_error(p->ctx, FT_ERR_INVALID_ARG, "ft_profiler_op_stats: no entry %d", i);
     const ft_prof_name *n = &p->names[i];

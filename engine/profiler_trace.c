@@ -41,10 +41,13 @@ static void put_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* The output file is written beside its target and renamed on success. */
+/* The output file is written beside its target as ".<name>.ftengine.tmp.<pid>" (a
+ * name over 200 bytes cut to 200 plus "~" and a hash of the whole, so any legal target
+ * name has a legal, distinct temporary; tools/outfiles.c names its own alike and
+ * removes stale ones by that pattern), synced and renamed on success. */
 typedef struct out_file {
     FILE *f;
-    char tmp[4096];
+    char tmp[4096 + 64];
     const char *path;
 } out_file;
 
@@ -54,17 +57,35 @@ static ft_status out_open(const ft_profiler *p, const char *path, out_file *o) {
         return ft_set_error(p->ctx, FT_ERR_INVALID_ARG,
                             "profiler: nothing to write (no window has been stopped)");
     o->path = path;
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    int dir_len = slash ? (int)(slash - path) + 1 : 0;
+    size_t n = strlen(base);
+    char hash[16] = "";
+    if (n > 200) {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)base[i]) * 16777619u;
+        snprintf(hash, sizeof hash, "~%08x", (unsigned)h);
+        n = 200;
+        while (n > 0 && ((unsigned char)base[n] & 0xC0) == 0x80) n--; /* not inside a UTF-8 character */
+    }
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.%.*s%s.ftengine.tmp.%ld", dir_len, path, (int)n, base, hash,
+                 (long)getpid()) >= (int)sizeof o->tmp)
+        return ft_set_error(p->ctx, FT_ERR_IO, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
     o->f = fopen(o->tmp, "w");
     if (!o->f) return ft_set_error(p->ctx, FT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return FT_OK;
 }
 
+/* Every step checked: the buffered writes (their error is seen at the flush), the
+ * sync to disk, the close, the rename. */
 static ft_status out_close(const ft_profiler *p, out_file *o) {
-    int bad = ferror(o->f);
-    bad |= fclose(o->f) != 0;
-    if (bad || rename(o->tmp, o->path) != 0) {
-        int e = errno;
+    int e = 0;
+    errno = 0;
+    if (fflush(o->f) != 0 || ferror(o->f)) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(o->f)) != 0 && errno != EINVAL) e = errno;
+    if (fclose(o->f) != 0 && !e) e = errno;
+    if (!e && rename(o->tmp, o->path) != 0) e = errno;
+    if (e) {
         remove(o->tmp);
         return ft_set_error(p->ctx, FT_ERR_IO, "cannot write %s: %s", o->path, strerror(e));
     }

@@ -38,6 +38,7 @@ ft_tensor *ft_tensor_alloc_header(ft_ctx *ctx) {
     memset(t, 0, sizeof *t);
     t->id = -1;
     t->device = ctx->device;
+    t->ctx = ctx;
     ar->count++;
     return t;
 }
@@ -75,6 +76,7 @@ ft_tensor *ft_tensor_new_persistent(ft_ctx *ctx) {
     }
     t->id = -1;
     t->device = ctx->device;
+    t->ctx = ctx;
     t->flags = FT_TF_PERSISTENT;
     return t;
 }
@@ -96,6 +98,7 @@ ft_tensor *ft_tensor_keep(ft_ctx *ctx, const ft_tensor *t) {
     k->view_offs = 0;
     k->extra = NULL;
     k->id = -1;
+    k->ctx = ctx;
     k->flags = (t->flags & ~(FT_TF_VIEW | FT_TF_RELEASED)) | FT_TF_PERSISTENT;
     if (k->block) k->block->refs++;
     return k;
@@ -330,6 +333,7 @@ ft_device ft_tensor_device(const ft_tensor *t) { return t ? t->device : FT_DEVIC
 int ft_tensor_is_contiguous(const ft_tensor *t) { return t && ft_tensor_contiguous(t); }
 
 const char *ft_tensor_describe(const ft_tensor *t, char *buf, size_t size) {
+    if (!buf || !size) return "";
     if (!t) {
         snprintf(buf, size, "(null)");
         return buf;
@@ -349,7 +353,7 @@ static int check_shape_arg(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t 
     return FT_OK;
 }
 
-ft_tensor *ft_tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape) {
+static ft_tensor *tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx || ctx->status != FT_OK || check_shape_arg(ctx, dtype, ndim, shape)) return NULL;
     ft_tensor *t = ft_tensor_alloc_header(ctx);
     if (!t) return NULL;
@@ -362,8 +366,15 @@ ft_tensor *ft_tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t 
     return t;
 }
 
-ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape,
-                               const void *data) {
+ft_tensor *ft_tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape) {
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = tensor_empty(ctx, dtype, ndim, shape);
+    ft_ctx_leave(ctx);
+    return t;
+}
+
+static ft_tensor *tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape,
+                                   const void *data) {
     if (!ctx || ctx->status != FT_OK) return NULL;
     if (!data) {
         ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_tensor_from_host: data is NULL");
@@ -375,15 +386,33 @@ ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int6
         if (check_shape_arg(ctx, dtype, ndim, shape)) return NULL;
         return ft_trace_constant(ctx, dtype, ndim, shape, data);
     }
-    ft_tensor *t = ft_tensor_empty(ctx, dtype, ndim, shape);
+    ft_tensor *t = tensor_empty(ctx, dtype, ndim, shape);
     if (!t) return NULL;
     if (ft_copy_to_device(ctx, t->data, data, ft_nbytes(t))) return NULL;
     return t;
 }
 
+ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape,
+                               const void *data) {
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = tensor_from_host(ctx, dtype, ndim, shape, data);
+    ft_ctx_leave(ctx);
+    return t;
+}
+
+static ft_status tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out, size_t size);
+
 ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out, size_t size) {
     if (!ctx) return FT_ERR_INVALID_ARG;
-    if (!t || !out) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_tensor_to_host: NULL argument");
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
+    st = tensor_to_host(ctx, t, dtype, out, size);
+    ft_ctx_leave(ctx);
+    return st;
+}
+
+static ft_status tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out, size_t size) {
+    if (!FT_TENSOR_OK(ctx, t) || !FT_ARG_OK(ctx, out)) return ctx->status ? ctx->status : FT_ERR_INVALID_ARG;
     if (ctx->status != FT_OK) return ctx->status;
     if (!t->data && ft_numel(t) > 0)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_tensor_to_host: tensor has no data");
@@ -419,7 +448,9 @@ ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, voi
 }
 
 void ft_tensor_release(ft_ctx *ctx, ft_tensor *t) {
-    (void)ctx;
     if (!t || (t->flags & FT_TF_PERSISTENT)) return;
-    ft_tensor_drop_storage(t);
+    /* another context's tensor, or another thread at work: its allocator is not ours to touch */
+    if (!ctx || ft_ctx_enter(ctx, __func__) != FT_OK) return;
+    if (ft_tensor_of_ctx(ctx, t, __func__, "t")) ft_tensor_drop_storage(t);
+    ft_ctx_leave(ctx);
 }

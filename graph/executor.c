@@ -80,11 +80,6 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static void plan_free(ft_plan *p) {
     if (!p) return;
 #ifdef FT_WITH_CUDA
@@ -531,7 +526,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
     }
     bool capture = false;
 #ifdef FT_WITH_CUDA
-    capture = p->is_static && ctx->device == FT_DEVICE_CUDA && !env_on("FT_DISABLE_CUDA_GRAPHS");
+    capture = p->is_static && ctx->device == FT_DEVICE_CUDA && !ft_env_flag(FT_ENV_DISABLE_CUDA_GRAPHS, false);
 #endif
     if (st == FT_OK) st = resolve_steps(ctx, p, capture);
     double t3 = now_ms(); /* naming the steps is NVTX's cost, not planning's */
@@ -589,7 +584,6 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         }
     }
 #endif
-    (void)env_on;
     if (st != FT_OK) {
         plan_free(p);
         return st;
@@ -649,15 +643,20 @@ void ft_graph_free(ft_model *m) {
 }
 
 ft_status ft_model_graph_stats(const ft_model *m, ft_graph_stats *out) {
-    if (!m || !out) return FT_ERR_INVALID_ARG;
+    if (!m) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(m->ctx, __func__, "out");
     memset(out, 0, sizeof *out);
+    ft_status st = ft_ctx_enter(m->ctx, __func__); /* not while another thread's forward plans */
+    if (st != FT_OK) return st;
     const ft_graph_state *gs = (const ft_graph_state *)m->graph;
-    if (!gs) return FT_OK;
-    if (gs->last) *out = gs->last->stats;
-    out->plans_cached = gs->n_plans;
-    out->plan_hits = gs->hits;
-    out->plan_misses = gs->misses;
-    out->plan_evictions = gs->evictions;
+    if (gs && gs->last) *out = gs->last->stats;
+    if (gs) {
+        out->plans_cached = gs->n_plans;
+        out->plan_hits = gs->hits;
+        out->plan_misses = gs->misses;
+        out->plan_evictions = gs->evictions;
+    }
+    ft_ctx_leave(m->ctx);
     return FT_OK;
 }
 

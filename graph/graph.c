@@ -472,11 +472,6 @@ void ft_graph_destroy(ft_graph *g) {
     free(g);
 }
 
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 typedef struct pass_def {
     const char *name;
     int (*fn)(ft_graph *);
@@ -497,7 +492,7 @@ static const pass_def passes[] = {
 /* FT_DISABLE_PASSES=name,name,...: off[i] for each pass named; an unknown name
  * is an error that lists the names. */
 static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
-    const char *v = getenv("FT_DISABLE_PASSES");
+    const char *v = ft_env_raw(FT_ENV_DISABLE_PASSES);
     for (const char *p = v; p && *p;) {
         size_t len = strcspn(p, ",");
         bool found = false;
@@ -515,7 +510,7 @@ static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
 
 ft_status ft_graph_optimize(ft_graph *g) {
     bool off[N_PASSES] = {false};
-    bool fuse = !env_on("FT_DISABLE_FUSION");
+    bool fuse = !ft_env_flag(FT_ENV_DISABLE_FUSION, false);
     if (disabled_passes(g->ctx, off) != FT_OK) return g->ctx->status;
     for (int i = 0; i < N_PASSES; i++) {
         bool dce = passes[i].fn == ft_pass_dce;

@@ -89,7 +89,10 @@ static int is_output(const ft_graph *g, const ft_tensor *t) {
 
 int ft_model_plan_length(const ft_model *m) {
     ft_plan_view v;
-    return m && ft_graph_last_plan(m, &v) ? v.n_steps : 0;
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return 0; /* another thread's forward */
+    int n = ft_graph_last_plan(m, &v) ? v.n_steps : 0;
+    ft_ctx_leave(m->ctx);
+    return n;
 }
 
 /* CUDA Graph nodes of step i from the capture's cumulative counts. */
@@ -103,8 +106,19 @@ static int graph_nodes_of(const ft_plan_view *v, int i) {
     return map->step[i].end - (i ? map->step[i - 1].end : 0);
 }
 
+static ft_status plan_step(const ft_model *m, int i, ft_plan_step_info *out);
+
 ft_status ft_model_plan_step(const ft_model *m, int i, ft_plan_step_info *out) {
-    if (!m || !out) return FT_ERR_INVALID_ARG;
+    if (!m) return FT_ERR_INVALID_ARG;
+    if (!out) return ft_api_null(m->ctx, __func__, "out");
+    ft_status st = ft_ctx_enter(m->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = plan_step(m, i, out);
+    ft_ctx_leave(m->ctx);
+    return st;
+}
+
+static ft_status plan_step(const ft_model *m, int i, ft_plan_step_info *out) {
     memset(out, 0, sizeof *out);
     ft_plan_view v;
     if (!ft_graph_last_plan(m, &v) || i < 0 || i >= v.n_steps) return FT_ERR_INVALID_ARG;

@@ -78,10 +78,10 @@
  * Threading
  * ---------------------------------------------------------------------------
  *
- * A context and everything made from it must be used by one thread at a time.
- * Different contexts may be used from different threads concurrently. On CUDA, work
- * is enqueued asynchronously on the context's stream; ft_tensor_to_host() and
- * ft_ctx_sync() wait for it.
+ * A context and everything made from it must be used by one thread at a time
+ * (FT_ERR_BUSY otherwise); different contexts may be used from different threads
+ * concurrently. On CUDA, work is enqueued asynchronously on the context's stream;
+ * ft_tensor_to_host() and ft_ctx_sync() wait for it.
  */
 #ifndef FTENGINE_H
 #define FTENGINE_H
@@ -107,7 +107,7 @@ extern "C" {
 
 typedef enum ft_status {
     FT_OK = 0,
-    FT_ERR_INVALID_ARG = 1, /* a bad argument: NULL, wrong dtype, out-of-range value */
+    FT_ERR_INVALID_ARG = 1, /* a bad argument: NULL, another context's tensor, out-of-range value */
     FT_ERR_SHAPE = 2,       /* shapes that do not fit the op or the model */
     FT_ERR_OOM = 3,         /* host or device memory exhausted */
     FT_ERR_IO = 4,          /* a file could not be opened, read or written */
@@ -118,7 +118,8 @@ typedef enum ft_status {
     FT_ERR_NOT_FOUND = 9,   /* a tensor, key, preset or output that does not exist */
     FT_ERR_PLAN_MISMATCH = 10, /* a graph plan run with inputs it was not built for */
     FT_ERR_CAPTURE = 11,    /* CUDA graph capture or instantiation failed */
-    FT_ERR_INTERNAL = 12    /* a broken invariant inside the engine (a bug) */
+    FT_ERR_INTERNAL = 12,   /* a broken invariant inside the engine (a bug) */
+    FT_ERR_BUSY = 13        /* another thread is inside the context: the call did nothing */
 } ft_status;
 
 /** A short fixed name for a status ("FT_ERR_SHAPE"). Never NULL. */
@@ -553,15 +554,15 @@ int64_t ft_model_param_count(const ft_model *m);
 ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs);
 
 /**
- * Inputs of a typical forward at this size, filled with deterministic pseudo-random
- * data (token ids uniform over the vocabulary, pixels and audio uniform in [0, 1),
- * as the Framework Tax harness feeds them): `length` is the sequence length for
- * text, the image side for vision and the number of samples for speech; 0 takes the
- * architecture's default (128 tokens, 224 pixels, 32000 samples). Writes up to 8
- * inputs into `in`; the data lives in *owned, which the caller frees with free().
+ * Inputs of a typical forward at this size, filled with deterministic pseudo-random data
+ * (token ids uniform over the vocabulary, pixels and audio uniform in [0, 1), as the
+ * Framework Tax harness feeds them): `length` is the sequence length for text, the image
+ * side for vision and the number of samples for speech; 0 takes the default (128 tokens,
+ * 224 pixels, 32000 samples). Writes up to 8 inputs into `in`; the data lives in *owned,
+ * which the caller frees with free() (owned NULL: shapes only, data NULL, no allocation).
  * A batch x length product that overflows or passes 2^48 bytes is FT_ERR_SHAPE
- * ("batch 64 x 536870912^2 x 3 elements is too large"); one the host cannot
- * allocate is FT_ERR_OOM. ft_model_macs returns the same errors.
+ * ("batch 64 x 536870912^2 x 3 elements is too large"), one the host cannot
+ * allocate FT_ERR_OOM; ft_model_macs returns the same errors.
  */
 ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
                                   int *n_in, void **owned);
@@ -788,9 +789,8 @@ ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path)
  *  phases, gpu time, kernels; microseconds). Same errors as the trace writer. */
 ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
 
-/** Sets the emulated per-op host cost (what FT_OP_HOST_COST_US sets at context
- *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
- *  a slower framework's bookkeeping would take. 0 turns it off. */
+/** The emulated per-op host cost (FT_OP_HOST_COST_US at context creation): `us` in [0, 1e6]
+ *  microseconds of busy waiting in every eager op's SELECT phase; 0 turns it off. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
 
 #ifdef __cplusplus

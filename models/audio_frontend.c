@@ -260,13 +260,13 @@ ft_status ft_audio_example_inputs(ft_model *m, const ft_audio_frontend *a, int64
     if (!ft_mul_ok(batch, length, &n) || !ft_bytes_ok(n, sizeof(float), &bytes))
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld samples is too large", (long long)batch,
                             (long long)length);
-    float *x = (float *)malloc(bytes);
-    if (!x)
+    float *x = m->example_shapes_only ? NULL : (float *)malloc(bytes); /* shapes only: no data */
+    if (!x && !m->example_shapes_only)
         return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example samples (%.3g GiB)",
                             (long long)batch, (long long)length, (double)bytes / 1073741824.0);
     /* uniform [0, 1) audio, as the paper fed torch.rand */
     uint32_t s = 777u;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; x && i < n; i++) {
         s = s * 1664525u + 1013904223u;
         x[i] = (float)(s >> 8) * (1.0f / 16777216.0f);
     }

@@ -81,8 +81,8 @@ static ft_status read_config(bert *b, ft_config *c) {
                                (long long)b->vocab, (long long)b->d, (long long)b->layers,
                                (long long)b->heads);
     if (b->d % b->heads)
-        return ft_config_error(c, "hidden size %lld is not a multiple of the %lld attention heads",
-                               (long long)b->d, (long long)b->heads);
+        return ft_config_error(c, "%s %lld is not a multiple of %s %lld", b->distil ? "dim" : "hidden_size",
+                               (long long)b->d, b->distil ? "n_heads" : "num_attention_heads", (long long)b->heads);
     if (!(eps > 0)) return ft_config_error(c, "layer_norm_eps must be positive");
     return FT_OK;
 }

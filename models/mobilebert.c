@@ -92,8 +92,9 @@ static ft_status read_config(mobilebert *b, ft_config *c) {
                                (long long)b->vocab, (long long)b->d, (long long)b->e, (long long)b->dt,
                                (long long)b->heads, (long long)b->inter, (long long)b->n_ffn);
     if (b->dt % b->heads)
-        return ft_config_error(c, "true hidden size %lld is not a multiple of the %lld attention heads",
-                               (long long)b->dt, (long long)b->heads);
+        return ft_config_error(c, "%s %lld is not a multiple of num_attention_heads %lld",
+                               b->use_bottleneck ? "intra_bottleneck_size" : "hidden_size", (long long)b->dt,
+                               (long long)b->heads);
     /* q/k read the full-width input when neither shared nor bottleneck attention is used */
     if (b->use_bottleneck && !b->bottleneck_attention && !b->kq_shared && b->dt != b->d)
         return ft_config_error(c, "key_query_shared_bottleneck false needs intra_bottleneck_size (%lld) equal to "

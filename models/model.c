@@ -91,17 +91,33 @@ ft_status ft_model_add_hidden_state(ft_model *m, int64_t index, ft_tensor *t) {
     return ft_model_add_output(m, name, t);
 }
 
-int ft_model_output_count(const ft_model *m) { return m ? m->n_out : 0; }
+/* The outputs are rewritten by a forward: read them only from the thread inside
+ * the context (another thread's forward makes these answer 0 / NULL). */
+int ft_model_output_count(const ft_model *m) {
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return 0;
+    int n = m->n_out;
+    ft_ctx_leave(m->ctx);
+    return n;
+}
 const char *ft_model_output_name(const ft_model *m, int i) {
-    return m && i >= 0 && i < m->n_out ? m->out[i].name : NULL;
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    const char *n = i >= 0 && i < m->n_out ? m->out[i].name : NULL;
+    ft_ctx_leave(m->ctx);
+    return n;
 }
 ft_tensor *ft_model_output(const ft_model *m, int i) {
-    return m && i >= 0 && i < m->n_out ? m->out[i].t : NULL;
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = i >= 0 && i < m->n_out ? m->out[i].t : NULL;
+    ft_ctx_leave(m->ctx);
+    return t;
 }
 ft_tensor *ft_model_output_find(const ft_model *m, const char *name) {
-    for (int i = 0; m && name && i < m->n_out; i++)
-        if (!strcmp(m->out[i].name, name)) return m->out[i].t;
-    return NULL;
+    if (!m || !FT_ARG_OK(m->ctx, name) || ft_ctx_enter(m->ctx, __func__) != FT_OK) return NULL;
+    ft_tensor *t = NULL;
+    for (int i = 0; !t && i < m->n_out; i++)
+        if (!strcmp(m->out[i].name, name)) t = m->out[i].t;
+    ft_ctx_leave(m->ctx);
+    return t;
 }
 
 const char *ft_model_arch(const ft_model *m) { return m ? m->arch_name : ""; }
@@ -171,7 +187,7 @@ ft_status ft_check_host_size(ft_ctx *ctx, const char *what, int ndim, const int6
 
 ft_status ft_check_ids(ft_model *m, const char *input, int64_t lo, int64_t hi) {
     const ft_host_tensor *t = ft_model_host_input(m, input);
-    if (!t) return FT_OK;
+    if (!t || !t->data) return FT_OK; /* no data: shapes only (check_inputs allows it then) */
     if (t->dtype != FT_DTYPE_I64 && t->dtype != FT_DTYPE_I32)
         return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "input '%s' must be i64 or i32, got %s",
                             input, ft_dtype_name(t->dtype));
@@ -220,7 +236,8 @@ static ft_status check_inputs(ft_model *m, const ft_host_tensor *in, int n) {
         /* at its own dtype and at the model's (float inputs are converted on upload) */
         size_t es = ft_dtype_size(t->dtype), ms = ft_dtype_size(m->dtype);
         if (ft_check_host_size(ctx, what, t->ndim, t->shape, es > ms ? es : ms)) return ctx->status;
-        if (!t->data) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' has no data", t->name);
+        if (!t->data && !m->example_shapes_only)
+            return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input '%s' has no data", t->name);
         snprintf(m->in[i].name, sizeof m->in[i].name, "%s", t->name);
         m->in[i].host = t;
         m->in[i].t = NULL;
@@ -280,8 +297,7 @@ static ft_status forward_eager(ft_model *m) {
     return st;
 }
 
-ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inputs) {
-    if (!m) return FT_ERR_INVALID_ARG;
+static ft_status model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inputs) {
     ft_ctx *ctx = m->ctx;
     if (ctx->status != FT_OK) return ctx->status;
     release_outputs(m);
@@ -297,6 +313,17 @@ ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inpu
                              n_inputs ? inputs[0].shape : NULL);
     st = m->opt.mode == FT_MODE_EAGER ? forward_eager(m) : ft_graph_forward(m);
     if (ctx->nvtx) ft_nvtx_pop();
+    return st;
+}
+
+/* Every public model function runs inside its context (ft_ctx_enter): a model, like
+ * its context, is used by one thread at a time, and a second thread is refused. */
+ft_status ft_model_forward(ft_model *m, const ft_host_tensor *inputs, int n_inputs) {
+    if (!m) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(m->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = model_forward(m, inputs, n_inputs);
+    ft_ctx_leave(m->ctx);
     return st;
 }
 
@@ -319,6 +346,37 @@ void ft_example_fill_uniform(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)(example_next(&s) >> 40) * (1.0f / 16777216.0f);
 }
 
+ft_status ft_example_image_inputs(ft_model *m, int64_t batch, int64_t channels, int64_t height, int64_t width,
+                                  ft_host_tensor *in, int *n_in, void **owned) {
+    if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
+    int64_t n = batch;
+    size_t bytes;
+    if (!ft_mul_ok(n, channels, &n) || !ft_mul_ok(n, height, &n) || !ft_mul_ok(n, width, &n) ||
+        !ft_bytes_ok(n, sizeof(float), &bytes))
+        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld x %lldx%lld pixels is too large",
+                            (long long)batch, (long long)channels, (long long)height, (long long)width);
+    float *px = NULL;
+    if (!m->example_shapes_only) { /* info and MAC counts need the shapes only */
+        px = (float *)malloc(bytes);
+        if (!px)
+            return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for %.3g GiB of example pixels",
+                                (double)bytes / 1073741824.0);
+        ft_example_fill_uniform(px, n);
+    }
+    *owned = px;
+    memset(in, 0, sizeof *in);
+    in[0].name = "pixel_values";
+    in[0].dtype = FT_DTYPE_F32;
+    in[0].ndim = 4;
+    in[0].shape[0] = batch;
+    in[0].shape[1] = channels;
+    in[0].shape[2] = height;
+    in[0].shape[3] = width;
+    in[0].data = px;
+    *n_in = 1;
+    return FT_OK;
+}
+
 ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int64_t vocab,
                                  ft_host_tensor *in, int *n_in, void **owned) {
     if (length <= 0) length = 128;
@@ -327,11 +385,14 @@ ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int
     if (!ft_mul_ok(batch, length, &n) || !ft_bytes_ok(n, sizeof(int64_t), &bytes))
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x sequence %lld tokens is too large",
                             (long long)batch, (long long)length);
-    int64_t *ids = (int64_t *)malloc(bytes);
-    if (!ids)
-        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example ids (%.3g GiB)",
-                            (long long)batch, (long long)length, (double)bytes / 1073741824.0);
-    ft_example_fill_ids(ids, n, vocab);
+    int64_t *ids = NULL;
+    if (!m->example_shapes_only) {
+        ids = (int64_t *)malloc(bytes);
+        if (!ids)
+            return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld example ids "
+                                "(%.3g GiB)", (long long)batch, (long long)length, (double)bytes / 1073741824.0);
+        ft_example_fill_ids(ids, n, vocab);
+    }
     *owned = ids;
     memset(in, 0, sizeof *in);
     in[0].name = "input_ids";
@@ -344,35 +405,60 @@ ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int
     return FT_OK;
 }
 
-ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
-                                  int *n_in, void **owned) {
-    if (!m || !in || !n_in || !owned) return FT_ERR_INVALID_ARG;
+/* Example inputs with `shapes` set: names, dtypes and shapes, data NULL, nothing kept. */
+static ft_status example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in, int *n_in,
+                                void **owned, bool shapes) {
     *owned = NULL;
     *n_in = 0;
+    if (m->ctx->status != FT_OK) return m->ctx->status;
     if (!m->arch->example_inputs)
         return ft_set_error(m->ctx, FT_ERR_UNSUPPORTED, "%s has no example inputs", m->arch_name);
-    if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
-    return m->arch->example_inputs(m, batch, length, in, n_in, owned);
+    if (batch < 1)
+        return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch %lld: must be positive", (long long)batch);
+    if (length < 0)
+        return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "length %lld: must not be negative (0 takes the "
+                            "architecture's default)", (long long)length);
+    m->example_shapes_only = shapes;
+    ft_status st = m->arch->example_inputs(m, batch, length, in, n_in, owned);
+    m->example_shapes_only = false;
+    if (shapes) { /* an architecture that made data anyway: not wanted */
+        free(*owned);
+        *owned = NULL;
+        for (int i = 0; i < *n_in; i++) in[i].data = NULL;
+    }
+    return st;
+}
+
+ft_status ft_model_example_inputs(ft_model *m, int64_t batch, int64_t length, ft_host_tensor *in,
+                                  int *n_in, void **owned) {
+    if (!m) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(m->ctx, __func__);
+    if (st != FT_OK) return st;
+    void *none = NULL;
+    if (!FT_ARG_OK(m->ctx, in) || !FT_ARG_OK(m->ctx, n_in)) st = m->ctx->status ? m->ctx->status : FT_ERR_INVALID_ARG;
+    else st = example_inputs(m, batch, length, in, n_in, owned ? owned : &none, owned == NULL);
+    ft_ctx_leave(m->ctx);
+    return st;
 }
 
 /* ---- MAC counting by tracing ---- */
 
-ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs) {
-    if (!m || !macs) return FT_ERR_INVALID_ARG;
+/* Traces one forward at the example inputs' shapes (no input data is made: a
+ * trace needs shapes only) and adds up the ops' MACs. */
+static ft_status model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs) {
     ft_ctx *ctx = m->ctx;
     ft_host_tensor in[FT_MODEL_MAX_INPUTS];
     int n_in = 0;
     void *owned = NULL;
-    ft_status st = ft_model_example_inputs(m, batch, length, in, &n_in, &owned);
-    if (st != FT_OK) {
-        free(owned);
-        return st;
-    }
+    ft_status st = example_inputs(m, batch, length, in, &n_in, &owned, true);
+    if (st != FT_OK) return st;
     ft_model_io saved_out[FT_MODEL_MAX_OUTPUTS];
     int saved_n_out = m->n_out;
     memcpy(saved_out, m->out, sizeof saved_out);
     m->n_out = 0;
+    m->example_shapes_only = true; /* check_inputs: no data, validators read none */
     st = check_inputs(m, in, n_in);
+    m->example_shapes_only = false;
     int64_t mark = ft_arena_mark(ctx);
     ft_trace tr;
     memset(&tr, 0, sizeof tr);
@@ -392,7 +478,11 @@ ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *mac
     for (int i = 0; st == FT_OK && i < tr.n_nodes; i++) {
         const ft_tensor *n = tr.nodes[i];
         ft_macs_fn f = ft_op_table[n->op].macs;
-        if (f) total += f(n);
+        int64_t v = f ? f(n) : 0;
+        if (v < 0 || total > INT64_MAX - v) /* no silent wrap for a huge batch */
+            st = ft_set_error(ctx, FT_ERR_SHAPE, "the MACs of batch %lld overflow a 64-bit count", (long long)batch);
+        else
+            total += v;
     }
     ft_trace_free(&tr);
     ft_arena_release_to(ctx, mark);
@@ -400,8 +490,16 @@ ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *mac
     m->n_in = 0;
     memcpy(m->out, saved_out, sizeof saved_out);
     m->n_out = saved_n_out;
-    free(owned);
     if (st == FT_OK) *macs = total;
+    return st;
+}
+
+ft_status ft_model_macs(ft_model *m, int64_t batch, int64_t length, int64_t *macs) {
+    if (!m) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(m->ctx, __func__);
+    if (st != FT_OK) return st;
+    st = FT_ARG_OK(m->ctx, macs) ? model_macs(m, batch, length, macs) : FT_ERR_INVALID_ARG;
+    ft_ctx_leave(m->ctx);
     return st;
 }
 
@@ -412,11 +510,24 @@ static bool is_dir(const char *p) {
     return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
 }
 
+static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out);
+
 ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out) {
-    if (!out) return FT_ERR_INVALID_ARG;
-    *out = NULL;
+    if (out) *out = NULL;
     if (!ctx) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
+    st = FT_ARG_OK(ctx, out) ? model_load(ctx, path, opt, out) : FT_ERR_INVALID_ARG;
+    ft_ctx_leave(ctx);
+    return st;
+}
+
+static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out) {
     if (ctx->status != FT_OK) return ctx->status;
+    /* the knobs were checked when the context was made; one changed since is checked
+     * here, at the model's first use, rather than read as its default in a pass */
+    char env_err[256];
+    if (ft_env_check(env_err, sizeof env_err) != FT_OK) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s", env_err);
     if (!path) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_model_load: path is NULL");
     ft_model_options o = opt ? *opt : ft_model_options_default();
     if (!ft_dtype_is_float(o.dtype))
@@ -508,7 +619,9 @@ ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *o
 }
 
 void ft_model_free(ft_model *m) {
-    if (!m) return;
+    /* not under another thread's forward: leaking it beats freeing what runs */
+    if (!m || ft_ctx_enter(m->ctx, __func__) != FT_OK) return;
+    ft_ctx *ctx = m->ctx;
     release_outputs(m);
     ft_graph_free(m);
     if (m->arch && m->arch->destroy) m->arch->destroy(m);
@@ -519,6 +632,7 @@ void ft_model_free(ft_model *m) {
     free(m->params);
     ft_st_close(m->st);
     free(m);
+    ft_ctx_leave(ctx);
 }
 
 /* ---- activations ---- */
@@ -594,7 +708,7 @@ static float hf_additive(float mv, float min_value) {
 
 ft_status ft_check_mask_values(ft_model *m, const char *input, float min_value) {
     const ft_host_tensor *t = ft_model_host_input(m, input);
-    if (!t) return FT_OK;
+    if (!t || !t->data) return FT_OK; /* shapes only */
     int64_t n = ft_host_numel(t), cols = t->shape[t->ndim - 1];
     for (int64_t i = 0; i < n; i++) {
         float v = mask_value_seen(m, t, i);

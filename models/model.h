@@ -86,6 +86,10 @@ struct ft_model {
     int n_out;
 
     void *graph;                  /* graph/static mode state (graph/executor.c) */
+    /* set while example inputs are made for their shapes only (ft_model_macs, and
+     * ft_model_example_inputs with owned == NULL): example_inputs leaves data NULL and
+     * allocates nothing; validate() skips what reads values */
+    bool example_shapes_only;
 };
 
 /* ---- weights (during load) ---- */
@@ -183,6 +187,10 @@ void ft_example_fill_uniform(float *x, int64_t n);
 /* example_inputs of a text model: input_ids [batch, length] (length <= 0: 128) over vocab. */
 ft_status ft_example_text_inputs(ft_model *m, int64_t batch, int64_t length, int64_t vocab,
                                  ft_host_tensor *in, int *n_in, void **owned);
+
+/* example_inputs of an image model: pixel_values [batch, channels, height, width], uniform [0, 1). */
+ft_status ft_example_image_inputs(ft_model *m, int64_t batch, int64_t channels, int64_t height, int64_t width,
+                                  ft_host_tensor *in, int *n_in, void **owned);
 
 /* Host-side helpers for validate(): integer inputs read as int64. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i);

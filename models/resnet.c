@@ -273,13 +273,13 @@ static ft_status resnet_example_inputs(ft_model *m, int64_t batch, int64_t lengt
         !ft_bytes_ok(n, sizeof(float), &bytes))
         return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld^2 x %lld elements is too large",
                             (long long)batch, (long long)length, (long long)r->channels);
-    float *px = (float *)malloc(bytes);
-    if (!px)
+    float *px = m->example_shapes_only ? NULL : (float *)malloc(bytes); /* shapes only: no data */
+    if (!px && !m->example_shapes_only)
         return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld^2 x %lld example pixels "
                             "(%.3g GiB)", (long long)batch, (long long)length, (long long)r->channels,
                             (double)bytes / 1073741824.0);
     uint32_t s = 12345u;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; px && i < n; i++) {
         s = s * 1664525u + 1013904223u;
         px[i] = (float)(s >> 8) * (1.0f / 16777216.0f);
     }

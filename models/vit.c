@@ -265,30 +265,7 @@ static ft_status vit_example_inputs(ft_model *m, int64_t batch, int64_t length, 
     if (length > 0 && (length != v->image_h || length != v->image_w))
         return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "ViTModel takes %lldx%lld images only (config image_size), "
                             "not %lld", (long long)v->image_h, (long long)v->image_w, (long long)length);
-    if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
-    int64_t n = batch;
-    size_t bytes;
-    if (!ft_mul_ok(n, v->channels, &n) || !ft_mul_ok(n, v->image_h, &n) || !ft_mul_ok(n, v->image_w, &n) ||
-        !ft_bytes_ok(n, sizeof(float), &bytes))
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld x %lldx%lld pixels is too large",
-                            (long long)batch, (long long)v->channels, (long long)v->image_h, (long long)v->image_w);
-    float *px = (float *)malloc(bytes);
-    if (!px)
-        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for %.3g GiB of example pixels",
-                            (double)bytes / 1073741824.0);
-    ft_example_fill_uniform(px, n);
-    *owned = px;
-    memset(in, 0, sizeof *in);
-    in[0].name = "pixel_values";
-    in[0].dtype = FT_DTYPE_F32;
-    in[0].ndim = 4;
-    in[0].shape[0] = batch;
-    in[0].shape[1] = v->channels;
-    in[0].shape[2] = v->image_h;
-    in[0].shape[3] = v->image_w;
-    in[0].data = px;
-    *n_in = 1;
-    return FT_OK;
+    return ft_example_image_inputs(m, batch, v->channels, v->image_h, v->image_w, in, n_in, owned);
 }
 
 static const char *const vit_prefixes[] = {"vit.", NULL};

@@ -57,7 +57,7 @@ static ft_status read_config(wavlm *w, ft_config *c) {
                                "intermediate %lld)", (long long)w->d, (long long)w->layers, (long long)w->heads,
                                (long long)w->inter);
     if (w->d % w->heads)
-        return ft_config_error(c, "hidden size %lld is not a multiple of the %lld attention heads",
+        return ft_config_error(c, "hidden_size %lld is not a multiple of num_attention_heads %lld",
                                (long long)w->d, (long long)w->heads);
     if (w->num_buckets < 4 || w->max_distance < 1)
         return ft_config_error(c, "num_buckets (%lld) must be at least 4 and max_bucket_distance positive",

@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,66 @@ int parse(int argc, char **argv, args *a) {
     return 0;
 }
 
+/* Walks the elements of a list value: calls fn(element, index) for each; -1 at the
+ * first bad one (usage printed). */
+static int list_walk(const char *opt, const char *value, int max, int (*fn)(const char *, int, void *),
+                     void *user) {
+    if (!value || !*value) return usage("%s needs a comma-separated list, got an empty one", opt), -1;
+    int n = 0;
+    for (const char *p = value;; n++) {
+        size_t len = strcspn(p, ",");
+        if (!len)
+            return usage("%s '%s': element %d is empty (write the list without stray commas)", opt, value, n + 1),
+                   -1;
+        if (n == max) return usage("%s '%s': more than %d elements", opt, value, max), -1;
+        char el[64];
+        if (len >= sizeof el) return usage("%s: element '%.*s...' is too long", opt, 40, p), -1;
+        memcpy(el, p, len);
+        el[len] = 0;
+        if (fn(el, n, user)) return -1;
+        if (!p[len]) return n + 1;
+        p += len + 1;
+    }
+}
+
+typedef struct list_out {
+    const char *opt;
+    ft_mode *modes;
+    long long *ints, lo, hi;
+} list_out;
+
+static int one_mode(const char *el, int i, void *user) {
+    list_out *o = (list_out *)user;
+    if (ft_mode_parse(el, &o->modes[i]) != FT_OK)
+        return usage("%s: unknown mode '%s' (eager, graph, static)", o->opt, el);
+    for (int j = 0; j < i; j++)
+        if (o->modes[j] == o->modes[i]) return usage("%s: mode '%s' is given twice", o->opt, el);
+    return 0;
+}
+
+static int one_int(const char *el, int i, void *user) {
+    list_out *o = (list_out *)user;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(el, &end, 10);
+    if (!isdigit((unsigned char)el[0]) || *end || errno || v < o->lo || v > o->hi)
+        return usage("%s: '%s' is not an integer in [%lld, %lld]", o->opt, el, o->lo, o->hi);
+    for (int j = 0; j < i; j++)
+        if (o->ints[j] == v) return usage("%s: %lld is given twice", o->opt, v);
+    o->ints[i] = v;
+    return 0;
+}
+
+int ft_cli_list_modes(const char *opt, const char *value, int max, ft_mode *out) {
+    list_out o = {opt, out, NULL, 0, 0};
+    return list_walk(opt, value, max, one_mode, &o);
+}
+
+int ft_cli_list_ints(const char *opt, const char *value, int max, long long lo, long long hi, long long *out) {
+    list_out o = {opt, NULL, out, lo, hi};
+    return list_walk(opt, value, max, one_int, &o);
+}
+
 double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -149,6 +211,10 @@ ft_ctx *make_ctx(const args *a, ft_device dev, int *rc) {
     o.errbuf_size = sizeof err;
     ft_ctx *ctx = NULL;
     ft_status st = ft_ctx_create_ex(&o, &ctx);
+    if (st == FT_ERR_INVALID_ARG && err[0]) { /* a bad FT_* environment variable (engine/env.c) */
+        *rc = fail("%s", err);
+        return NULL;
+    }
     if (st != FT_OK) {
         *rc = fail("cannot use device %s: %s", ft_device_name(dev), err[0] ? err : ft_status_str(st));
         return NULL;
@@ -166,7 +232,10 @@ ft_model *load(ft_ctx *ctx, const args *a, int *rc) {
     if (ft_model_load(ctx, a->model, &opt, &m) != FT_OK) {
         char near[1100];
         struct stat st;
-        if (stat(a->model, &st) != 0 && ft_cli_suggest_model(a->model, near, sizeof near))
+        /* a suggestion only for a name that does not exist: not for a dangling link, a
+         * folder it may not read, a file that is there but is no model */
+        if (lstat(a->model, &st) != 0 && (errno == ENOENT || errno == ENOTDIR) &&
+            ft_cli_suggest_model(a->model, near, sizeof near))
             *rc = fail("%s: did you mean %s?", ft_ctx_errmsg(ctx), near);
         else
             *rc = fail("%s", ft_ctx_errmsg(ctx));

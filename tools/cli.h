@@ -64,6 +64,12 @@ extern int cli_errors_quiet;
 extern char cli_last_error[2048];
 /* Parses options shared by the commands; returns 0, or the usage exit code. */
 int parse(int argc, char **argv, args *a);
+/* A comma-separated list option (--modes, --batches): every element parsed, into at
+ * most max values. An empty element (",1", "1,,2", "1,"), an unknown or out-of-range
+ * one, one given twice or more than max elements is a usage error naming the option
+ * and the element (printed); nothing is cut silently. Returns the count, or -1. */
+int ft_cli_list_modes(const char *opt, const char *value, int max, ft_mode *out);
+int ft_cli_list_ints(const char *opt, const char *value, int max, long long lo, long long hi, long long *out);
 double now_ms(void);
 /* Creates the context; the error (no CUDA backend, no device) becomes one line. */
 ft_ctx *make_ctx(const args *a, ft_device dev, int *rc);

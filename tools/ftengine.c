@@ -40,6 +40,7 @@
 #include "outfiles.h"
 #include "../engine/safetensors.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,10 +145,12 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
 }
 
 /* The profiler's files go to the temporaries of tools/outfiles.c. */
-static int write_profile(ft_ctx *ctx, const ft_profiler *p, const char *trace_tmp, const char *csv_tmp) {
+static int write_profile(ft_ctx *ctx, const args *a, const ft_profiler *p, const char *trace_tmp,
+                         const char *csv_tmp) {
     if (trace_tmp && ft_profiler_write_chrome_trace(p, trace_tmp) != FT_OK)
-        return fail("%s", ft_ctx_errmsg(ctx));
-    if (csv_tmp && ft_profiler_write_csv(p, csv_tmp) != FT_OK) return fail("%s", ft_ctx_errmsg(ctx));
+        return fail("--trace %s: %s", a->trace, ft_ctx_errmsg(ctx));
+    if (csv_tmp && ft_profiler_write_csv(p, csv_tmp) != FT_OK)
+        return fail("--ops-csv %s: %s", a->ops_csv, ft_ctx_errmsg(ctx));
     return 0;
 }
 
@@ -161,7 +164,7 @@ static int add_profile_outputs(const args *a, const char **trace_tmp, const char
 
 /* ---- run ---- */
 
-static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path) {
+static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path, const char *given) {
     int n = ft_model_output_count(m);
     ft_st_tensor *ts = (ft_st_tensor *)calloc((size_t)(n ? n : 1), sizeof *ts);
     float **bufs = (float **)calloc((size_t)(n ? n : 1), sizeof *bufs);
@@ -187,7 +190,7 @@ static int write_outputs(ft_ctx *ctx, ft_model *m, const char *path) {
         ts[i].nbytes = (size_t)numel * sizeof(float);
     }
     /* path is the temporary of tools/outfiles.c, renamed when every output was written */
-    if (!rc && ft_st_write(ctx, path, ts, n) != FT_OK) rc = fail("%s", ft_ctx_errmsg(ctx));
+    if (!rc && ft_st_write(ctx, path, ts, n) != FT_OK) rc = fail("--out %s: %s", given, ft_ctx_errmsg(ctx));
     for (int i = 0; i < n; i++) free(bufs[i]);
     free(bufs);
     free(ts);
@@ -229,7 +232,9 @@ static int cmd_run(int argc, char **argv) {
     if (a.resume || a.json) return usage("%s belongs to bench or sweep", a.resume ? "--resume" : "--json");
     csv_alias(&a, "run");
     const char *out_tmp = NULL, *trace_tmp = NULL, *csv_tmp = NULL;
-    if ((rc = outfile_add("--out", a.out, &out_tmp)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp)))
+    /* inputs first: no output may be one of them (tools/outfiles.c) */
+    if ((rc = outfile_input_model(a.model)) || (rc = outfile_input("--inputs", a.inputs)) ||
+        (rc = outfile_add("--out", a.out, &out_tmp)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp)))
         return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
@@ -276,8 +281,8 @@ static int cmd_run(int argc, char **argv) {
         rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
         goto done;
     }
-    rc = write_outputs(ctx, m, out_tmp);
-    if (!rc && prof) rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
+    rc = write_outputs(ctx, m, out_tmp, a.out);
+    if (!rc && prof) rc = write_profile(ctx, &a, prof, trace_tmp, csv_tmp);
     if (!rc) rc = outfiles_commit();
     /* reports go to stdout, as bench's do; stderr carries errors and warnings only */
     if (!rc && a.phases) print_phases(stdout, prof, 1);
@@ -341,12 +346,11 @@ static int cmd_info(int argc, char **argv) {
             /* the length the MACs were counted at, the architecture's default when no --seq */
             ft_host_tensor in[8];
             int n_in = 0;
-            void *owned = NULL;
             const char *unit = "length";
             long long len = a.seq;
-            if (ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, &owned) == FT_OK)
+            /* owned NULL: the shapes only, no example tensor is built */
+            if (ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, NULL) == FT_OK)
                 len = input_length(in, n_in, &unit);
-            free(owned);
             printf("architecture: %s\n", ft_model_arch(m));
             printf("parameters: %lld\n", (long long)ft_model_param_count(m));
             printf("macs: %lld (batch %lld, length %lld (%s)%s)\n", (long long)macs, a.batch, len, unit,
@@ -374,8 +378,10 @@ typedef struct bench_result {
  * the target by tools/outfiles.c, committed with the command's other files. */
 static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_model *m,
                       const ft_profiler *prof, const bench_result *r) {
-    FILE *f = fopen(tmp, "w");
-    if (!f) return fail("cannot write %s", tmp);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len); /* written whole, every write checked (tools/outfiles.c) */
+    if (!f) return fail("out of host memory");
     fputs("{\n  \"schema\": \"ftengine-bench/1\",\n  \"provenance\": {\n", f);
     prov_json(f, r->pv, r->date, "    ");
     fputs("\n  },\n  \"config\": {\"model\": ", f);
@@ -451,10 +457,9 @@ static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_mode
     }
     fputs("\n}\n", f);
     (void)ctx;
-    if (fclose(f) != 0) {
-        return fail("cannot write %s", a->json);
-    }
-    return 0;
+    int rc = fclose(f) != 0 ? fail("out of host memory") : outfile_write(tmp, buf, len);
+    free(buf);
+    return rc;
 }
 
 
@@ -466,7 +471,7 @@ static int cmd_bench(int argc, char **argv) {
     if (a.resume) return usage("--resume belongs to sweep");
     csv_alias(&a, "bench");
     const char *trace_tmp = NULL, *csv_tmp = NULL, *json_tmp = NULL;
-    if ((rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp))) return rc;
+    if ((rc = outfile_input_model(a.model)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp))) return rc;
     if (a.json && (rc = outfile_add("--json", a.json, &json_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
@@ -574,7 +579,7 @@ static int cmd_bench(int argc, char **argv) {
         printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: %s\n", traced,
                plain, cost);
         if (a.phases) print_phases(stdout, prof, a.iters);
-        rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
+        rc = write_profile(ctx, &a, prof, trace_tmp, csv_tmp);
     }
     if (!rc && a.json) {
         bench_result br = {&pv, date, length, mean, first, profiled_ms, times, ms};
@@ -703,7 +708,13 @@ static int command(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) return usage(NULL);
+    outfiles_begin();
     int rc = command(argc, argv);
     outfiles_abort(); /* a command that did not commit its outputs leaves none */
+    /* the report on stdout is an output too: a full disk or a closed pipe is an error */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        if (!rc) rc = fail("writing the standard output: %s", strerror(e ? e : EIO));
+    }
     return rc;
 }

@@ -30,28 +30,12 @@
 
 #define SWEEP_MAX 32
 
-static int parse_modes(const char *s, ft_mode *out) {
-    int n = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (n == SWEEP_MAX || ft_mode_parse(tok, &out[n]) != FT_OK) return -1;
-        n++;
-    }
-    return n;
-}
+/* --modes and --batches (tools/cli.c: ft_cli_list_*): the count, or -1 after the
+ * usage error was printed */
+static int parse_modes(const char *s, ft_mode *out) { return ft_cli_list_modes("--modes", s, SWEEP_MAX, out); }
 
 static int parse_batches(const char *s, long long *out) {
-    int n = 0;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *end = NULL;
-        long long v = strtoll(tok, &end, 10);
-        if (n == SWEEP_MAX || *end || v < 1 || v > 1000000) return -1;
-        out[n++] = v;
-    }
-    return n;
+    return ft_cli_list_ints("--batches", s, SWEEP_MAX, 1, 1000000, out);
 }
 
 /* One measured (or failed) point. Numbers are NaN / -1 when not measured. */
@@ -88,9 +72,13 @@ static void int_or_empty(FILE *f, long long v) {
     if (v >= 0) fprintf(f, "%lld", v);
 }
 
-static void csv_header(FILE *f) {
-    for (int i = 0; csv_cols[i]; i++) fprintf(f, "%s%s", i ? "," : "", csv_cols[i]);
-    fputc('\n', f);
+/* The header line (with its '\n'), in a static buffer. */
+static const char *csv_header(void) {
+    static char h[1024];
+    size_t n = 0;
+    for (int i = 0; csv_cols[i]; i++) n += (size_t)snprintf(h + n, sizeof h - n, "%s%s", i ? "," : "", csv_cols[i]);
+    snprintf(h + n, sizeof h - n, "\n");
+    return h;
 }
 
 static void op_cost_text(const args *a, char *buf, size_t n) {
@@ -98,7 +86,7 @@ static void op_cost_text(const args *a, char *buf, size_t n) {
     if (a->op_cost_us >= 0) snprintf(buf, n, "%g", a->op_cost_us);
 }
 
-static void csv_row(FILE *f, const args *a, const prov *pv, const point *p) {
+static void csv_row_text(FILE *f, const args *a, const prov *pv, const point *p) {
     char oc[32];
     op_cost_text(a, oc, sizeof oc);
     csv_field(f, a->model);
@@ -129,7 +117,18 @@ static void csv_row(FILE *f, const args *a, const prov *pv, const point *p) {
         csv_field(f, tail[i]);
     }
     fputc('\n', f);
-    fflush(f);
+}
+
+/* One point's row, appended whole (tools/outfiles.c: never a partial row); 0 or 1. */
+static int csv_row(const args *a, const prov *pv, const point *p) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return fail("out of host memory");
+    csv_row_text(f, a, pv, p);
+    int rc = fclose(f) != 0 ? fail("out of host memory") : ft_out_csv_append_row(buf);
+    free(buf);
+    return rc;
 }
 
 static double num_or_nan(const char *s) {
@@ -178,72 +177,40 @@ static int row_reusable(char **c, int nc, const args *a, const prov *pv, const f
     return 1;
 }
 
-/* Opens the CSV for the sweep's rows. Without --resume it is (re)written with the
- * header. With --resume the reusable rows of an existing file are kept (rewritten
+/* --resume: what the kept rows of the old CSV say (tools/outfiles.c passes each line). */
+typedef struct resume_state {
+    const args *a;
+    const prov *pv;
+    const ft_mode *modes;
+    const long long *batches;
+    int n_modes, n_batches;
+    int (*done)[SWEEP_MAX];
+    point *pts;
+} resume_state;
+
+static int keep_row(void *user, const char *line) {
+    resume_state *r = (resume_state *)user;
+    char copy[8192], *c[C_N + 1];
+    if (strlen(line) >= sizeof copy) return 0;
+    snprintf(copy, sizeof copy, "%s", line);
+    int nc = csv_split(copy, c, C_N + 1), mi, bi;
+    point p;
+    if (!row_reusable(c, nc, r->a, r->pv, r->modes, r->n_modes, r->batches, r->n_batches, &mi, &bi, &p) ||
+        r->done[mi][bi])
+        return 0;
+    r->done[mi][bi] = 1;
+    r->pts[mi * r->n_batches + bi] = p;
+    return 1;
+}
+
+/* Starts the CSV opened by ft_out_csv_open. Without --resume it is (re)written with
+ * the header. With --resume the reusable rows of an existing file are kept (rewritten
  * beside it and renamed over it, so a kill leaves either file whole), their points
  * marked in done[][] and copied to pts[]; the rest of the old file is dropped. */
-static FILE *csv_open(const args *a, const prov *pv, const ft_mode *modes, int n_modes,
-                      const long long *batches, int n_batches, int done[][SWEEP_MAX], point *pts,
-                      int *n_done, int *rc) {
-    *n_done = 0;
-    FILE *old = a->resume ? fopen(a->csv, "r") : NULL;
-    if (!old) {
-        FILE *f = fopen(a->csv, "w");
-        if (!f) {
-            *rc = fail("cannot write %s", a->csv);
-            return NULL;
-        }
-        csv_header(f);
-        fflush(f);
-        return f;
-    }
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.resume%ld", a->csv, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fclose(old);
-        *rc = fail("cannot write %s", tmp);
-        return NULL;
-    }
-    csv_header(f);
-    char line[8192], copy[8192], *c[C_N + 1];
-    int first = 1;
-    while (fgets(line, sizeof line, old)) {
-        snprintf(copy, sizeof copy, "%s", line);
-        int nc = csv_split(copy, c, C_N + 1);
-        if (first) { /* a CSV of another layout is not ours to rewrite */
-            first = 0;
-            int same = nc == C_N;
-            for (int i = 0; same && i < C_N; i++) same = !strcmp(c[i], csv_cols[i]);
-            if (!same) {
-                fclose(old);
-                fclose(f);
-                unlink(tmp);
-                *rc = fail("--resume: %s is not a sweep CSV of this ftengine version (its header "
-                           "differs); remove it or name another file", a->csv);
-                return NULL;
-            }
-            continue;
-        }
-        int mi, bi;
-        point p;
-        if (!row_reusable(c, nc, a, pv, modes, n_modes, batches, n_batches, &mi, &bi, &p) ||
-            done[mi][bi])
-            continue;
-        done[mi][bi] = 1;
-        pts[mi * n_batches + bi] = p;
-        (*n_done)++;
-        fputs(line, f);
-        if (line[strlen(line) - 1] != '\n') fputc('\n', f);
-    }
-    fclose(old);
-    if (fflush(f) != 0 || rename(tmp, a->csv) != 0) {
-        fclose(f);
-        unlink(tmp);
-        *rc = fail("cannot write %s", a->csv);
-        return NULL;
-    }
-    return f; /* the renamed file, still open for appending */
+static int csv_open(const args *a, const prov *pv, const ft_mode *modes, int n_modes, const long long *batches,
+                    int n_batches, int done[][SWEEP_MAX], point *pts, int *n_done) {
+    resume_state r = {a, pv, modes, batches, n_modes, n_batches, done, pts};
+    return ft_out_csv_start(csv_header(), a->resume, keep_row, &r, n_done);
 }
 
 /* ---- the JSON summary ---- */
@@ -280,8 +247,10 @@ static int write_json(const args *a, const char *tmp, const prov *pv, const poin
                       int n, int failed) {
     char date[32];
     prov_date(date, sizeof date);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return fail("cannot write %s", tmp);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len); /* written whole, every write checked (tools/outfiles.c) */
+    if (!f) return fail("out of host memory");
     char oc[32];
     op_cost_text(a, oc, sizeof oc);
     fputs("{\n  \"schema\": \"ftengine-sweep/1\",\n  \"provenance\": {\n", f);
@@ -307,10 +276,9 @@ static int write_json(const args *a, const char *tmp, const prov *pv, const poin
         json_point(f, &pts[i]);
     }
     fputs("\n  ]\n}\n", f);
-    if (fclose(f) != 0) {
-        return fail("cannot write %s", a->json);
-    }
-    return 0;
+    int rc = fclose(f) != 0 ? fail("out of host memory") : outfile_write(tmp, buf, len);
+    free(buf);
+    return rc;
 }
 
 /* ---- measuring ---- */
@@ -406,14 +374,15 @@ int cmd_sweep(int argc, char **argv) {
     if (a.ops_csv) return usage("--ops-csv belongs to bench and run; sweep writes its points with --csv");
     ft_mode modes[SWEEP_MAX];
     long long batches[SWEEP_MAX];
-    int n_modes = parse_modes(a.modes ? a.modes : "eager,graph,static", modes);
-    int n_batches = parse_batches(a.batches ? a.batches : "1,2,4,8,16,32,64,128", batches);
-    if (n_modes < 1) return usage("--modes needs a comma-separated list of eager, graph, static");
-    if (n_batches < 1) return usage("--batches needs a comma-separated list of positive integers");
+    int n_modes = parse_modes(a.modes ? a.modes : "eager,graph,static", modes), n_batches = 0;
+    if (n_modes < 1 || (n_batches = parse_batches(a.batches ? a.batches : "1,2,4,8,16,32,64,128", batches)) < 1)
+        return 2; /* the usage error is printed */
     /* tools/outfiles.c: the CSV grows in place (checked now: never a special file);
      * the JSON summary is written beside its target and renamed at the end */
     const char *json_tmp = NULL;
-    if (a.csv && (rc = outfile_check("--csv", a.csv))) return rc;
+    /* the model's files are inputs: no output may be one of them (tools/outfiles.c) */
+    if ((rc = outfile_input_model(a.model))) return rc;
+    if (a.csv && (rc = ft_out_csv_open("--csv", a.csv))) return rc; /* locked from here on */
     if (a.json && (rc = outfile_add("--json", a.json, &json_tmp))) return rc;
     ft_ctx *ctx = make_ctx(&a, a.device, &rc);
     if (!ctx) return rc;
@@ -430,7 +399,7 @@ int cmd_sweep(int argc, char **argv) {
     int *have = (int *)calloc((size_t)n, sizeof *have);
     double *times = (double *)calloc((size_t)a.iters, sizeof(double));
     ft_profiler *prof = NULL;
-    FILE *csv = NULL;
+    int csv = 0; /* the CSV is started */
     ft_model *m = NULL;
     if (!pts || !have || !times) rc = fail("out of host memory");
     if (!rc && a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK)
@@ -456,7 +425,7 @@ int cmd_sweep(int argc, char **argv) {
             rc = fail("%s", msg);
         }
     }
-    if (!rc && a.csv) csv = csv_open(&a, &pv, modes, n_modes, batches, n_batches, done, pts, &n_done, &rc);
+    if (!rc && a.csv) csv = !(rc = csv_open(&a, &pv, modes, n_modes, batches, n_batches, done, pts, &n_done));
     if (!rc && n_done) {
         for (int i = 0; i < n; i++) have[i] = done[i / n_batches][i % n_batches];
         printf("resumed: %d of %d points already in %s\n", n_done, n, a.csv);
@@ -505,7 +474,7 @@ int cmd_sweep(int argc, char **argv) {
             have[mi * n_batches + bi] = 1;
             progress_clear(&pr);
             print_row(&a, p);
-            if (csv) csv_row(csv, &a, &pv, p);
+            if (csv && (rc = csv_row(&a, &pv, p))) break; /* a CSV that cannot take its rows ends the sweep */
             char label[64];
             snprintf(label, sizeof label, "%s, batch %lld", ft_mode_name(modes[mi]), batches[bi]);
             progress_step(&pr, 1, label);
@@ -513,7 +482,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     progress_end(&pr);
     ft_model_free(m);
-    if (csv && fclose(csv) != 0 && !rc) rc = fail("cannot write %s", a.csv);
+    if (csv && ft_out_csv_close() && !rc) rc = 1;
     if (!rc && a.json) rc = write_json(&a, json_tmp, &pv, pts, have, n, failed);
     if (!rc) rc = outfiles_commit();
     if (!rc && failed)

@@ -52,12 +52,8 @@ static struct ft_cpu_pack_cache *cache_of(ft_ctx *ctx) {
     struct ft_cpu_pack_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->limit = (size_t)1 << 30;
-    const char *env = getenv("FT_CPU_PACK_CACHE_MB");
-    if (env && *env) {
-        char *end = NULL;
-        long long mb = strtoll(env, &end, 10);
-        if (end && *end == '\0' && mb >= 0 && mb < ((long long)1 << 40)) c->limit = (size_t)mb << 20;
-    }
+    /* engine/env.c range-checks it when the context is made */
+    c->limit = (size_t)ft_env_num(FT_ENV_CPU_PACK_CACHE_MB, 1024) << 20;
     ctx->cpu_pack_cache = c;
     return c;
 }

@@ -604,7 +604,7 @@ namespace {
 /* FT_ATTN_KERNEL=v1 runs the first kernel instead (read once per process) */
 bool at_use_v1() {
     static const bool v1 = [] {
-        const char *e = getenv("FT_ATTN_KERNEL");
+        const char *e = ft_env_str(FT_ENV_ATTN_KERNEL);
         return e && strcmp(e, "v1") == 0;
     }();
     return v1;
