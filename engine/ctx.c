@@ -91,6 +91,23 @@ static int env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* An emulated host cost from the environment: unset is 0; anything but a number of
+ * microseconds in [0, 1e6] is refused, as --op-cost-us refuses it. */
+static int env_cost_us(const char *name, double *us, const ft_ctx_options *o) {
+    const char *v = getenv(name);
+    *us = 0;
+    if (!v) return 0;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (*v && !*end && x >= 0 && x <= 1e6) {
+        *us = x;
+        return 0;
+    }
+    if (o->errbuf && o->errbuf_size)
+        snprintf(o->errbuf, o->errbuf_size, "%s='%s': must be a number of microseconds in [0, 1e6]", name, v);
+    return -1;
+}
+
 ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     if (!out) return FT_ERR_INVALID_ARG;
     *out = NULL;
@@ -103,6 +120,9 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
                      "FT_OPT_OFF (-1), FT_OPT_DEFAULT (0) or FT_OPT_ON (1)", o.pdl, o.gemm_autotune);
         return FT_ERR_INVALID_ARG;
     }
+    double op_cost = 0, step_cost = 0;
+    if (env_cost_us("FT_OP_HOST_COST_US", &op_cost, &o) || env_cost_us("FT_STEP_HOST_COST_US", &step_cost, &o))
+        return FT_ERR_INVALID_ARG;
     ft_ctx *ctx = (ft_ctx *)calloc(1, sizeof *ctx);
     if (!ctx) return FT_ERR_OOM;
     ctx->device = o.device;
@@ -118,8 +138,8 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
     ctx->cpu_threads = 1;
 #endif
     ctx->sync_debug = env_flag("FT_SYNC_DEBUG");
-    const char *cost = getenv("FT_OP_HOST_COST_US");
-    if (cost) ctx->extra_op_cost_us = atof(cost);
+    ctx->extra_op_cost_us = op_cost;
+    ctx->extra_step_cost_us = step_cost;
     ft_nvtx_ctx_init(ctx); /* after the team size is known: it names the workers */
     if (o.device == FT_DEVICE_CPU) {
         ft_allocator_init_cpu(&ctx->alloc);
@@ -174,6 +194,14 @@ ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us) {
     if (!(us >= 0 && us <= 1e6)) /* also refuses NaN */
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "op host cost %g us: must be in [0, 1e6]", us);
     ctx->extra_op_cost_us = us;
+    return FT_OK;
+}
+
+ft_status ft_ctx_set_step_host_cost(ft_ctx *ctx, double us) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+    if (!(us >= 0 && us <= 1e6))
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "step host cost %g us: must be in [0, 1e6]", us);
+    ctx->extra_step_cost_us = us;
     return FT_OK;
 }
 

@@ -605,6 +605,8 @@ const char *ft_preset_name(int i);
  *
  * The emulated framework cost (FT_OP_HOST_COST_US or ft_ctx_set_op_host_cost)
  * is spent in the SELECT phase of eager ops; graph and static modes do not pay it.
+ * Graph mode's emulated interpreter cost (FT_STEP_HOST_COST_US or
+ * ft_ctx_set_step_host_cost) is a SELECT phase before each step's LAUNCH.
  *
  * Device busy time: on CUDA with CUPTI, the union of kernel, memcpy and memset
  * intervals inside the window; on the CPU device, where kernels run inside the
@@ -792,6 +794,12 @@ ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
  *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
  *  a slower framework's bookkeeping would take. 0 turns it off. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
+/** Sets the emulated per-step host cost of graph mode (what FT_STEP_HOST_COST_US sets
+ *  at context creation): `us` microseconds of busy waiting before every plan step, in
+ *  a SELECT phase of its own, as an interpreter of a traced graph (TorchScript's)
+ *  spends fetching and dispatching each node. Static mode (one replay) and eager mode
+ *  do not pay it. 0 turns it off; outside [0, 1e6] is FT_ERR_INVALID_ARG. */
+ft_status ft_ctx_set_step_host_cost(ft_ctx *ctx, double us);
 
 #ifdef __cplusplus
 }
