@@ -147,8 +147,10 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
 
 /* bench --phases: the forward's latency split as the report splits every mode gap
  * (docs/report.md): kernel time is the profiled pass's device-busy time per forward,
- * dispatch/host time is the rest of the (unprofiled) latency. */
-static void print_split(FILE *f, const ft_profiler *p, int iters, double latency_ms, const char *stat) {
+ * dispatch/host time is the rest of the (unprofiled) latency. Both are means here (the
+ * profiled pass is one window); `sweep --overhead` takes medians over forwards. */
+static void print_split(FILE *f, const ft_profiler *p, int iters, double latency_ms) {
+    const char *stat = "mean";
     ft_profile_summary s;
     if (ft_profiler_summary(p, &s) != FT_OK || !s.valid || iters < 1) return;
     if (s.busy_source == FT_BUSY_NONE) {
@@ -643,7 +645,7 @@ static int cmd_bench(int argc, char **argv) {
                plain, cost);
         if (a.phases) {
             print_phases(stdout, prof, a.iters);
-            print_split(stdout, prof, a.iters, a.paper ? mean : median, a.paper ? "mean" : "median");
+            print_split(stdout, prof, a.iters, mean);
         }
         rc = write_profile(ctx, prof, trace_tmp, csv_tmp);
     }

@@ -14,8 +14,9 @@
  * graph and static mode, kept in the model's plan cache from the first round on.
  * A visit runs one untimed forward, --warmup more, then --iters timed ones; with
  * --overhead a second, profiled pass of --iters forwards in the same visit gives
- * the split of the forward into kernel time and dispatch/host time (the timed pass
- * comes first, so the latency carries no observer). --protocol paper times as
+ * the split of the forward into kernel time and dispatch/host time, as medians over
+ * its forwards like the latency (the timed pass comes first, so the latency carries
+ * no observer). --protocol paper times as
  * Fernandez et al.'s harness does (back-to-back forwards, one sync, mean); the
  * default times each forward synchronized.
  *
@@ -441,29 +442,50 @@ typedef struct slot {
     ft_model *m[SWEEP_MAX]; /* per mode index; NULL: not loaded (yet, or after a failure) */
 } slot;
 
-/* A profiled pass of `iters` synchronized forwards: kernel and host time of its wall time. */
+/* A profiled pass of `iters` synchronized forwards, one profiler window each, so
+ * every number is a median over forwards like the latency's (a forward disturbed by
+ * the host does not move it): wall time, kernel (device-busy) time, host time and
+ * the dispatcher's phases per forward. */
 static int overhead_pass(ft_ctx *ctx, ft_profiler *prof, ft_model *m, const ft_host_tensor *in,
                          int n_in, int iters, sample *p, long long *ops) {
-    if (ft_profiler_start(prof) != FT_OK) return fail("profiler: %s", ft_ctx_errmsg(ctx));
-    for (int i = 0; i < iters; i++)
+    double *v = (double *)calloc((size_t)iters * 4, sizeof(double));
+    if (!v) return fail("out of host memory");
+    double *wall = v, *busy = v + iters, *over = v + 2 * iters, *disp = v + 3 * iters;
+    int known = 1;
+    long long n_ops = 0;
+    for (int i = 0; i < iters; i++) {
+        if (ft_profiler_start(prof) != FT_OK) {
+            free(v);
+            return fail("profiler: %s", ft_ctx_errmsg(ctx));
+        }
         if (ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK) {
             ft_profiler_stop(prof);
+            free(v);
             return fail("%s", ft_ctx_errmsg(ctx));
         }
-    ft_profile_summary s;
-    if (ft_profiler_stop(prof) != FT_OK || ft_profiler_summary(prof, &s) != FT_OK)
-        return fail("profiler: %s", ft_ctx_errmsg(ctx));
-    *ops = (long long)((s.ops + s.ops_dropped) / iters); /* op records: the launches of eager mode */
-    if (s.wall_us > 0) p->profiled_ms = s.wall_us / 1e3 / iters;
-    /* the dispatcher's own phases (the emulated costs are spent in SELECT) */
-    double disp = 0;
-    for (int i = 0; i < FT_PROFILE_LAUNCH; i++) disp += s.phase_us[i];
-    p->dispatch_ms = disp / 1e3 / iters;
-    if (s.busy_source != FT_BUSY_NONE && s.wall_us > 0) {
-        p->share = s.overhead_us / s.wall_us;
-        p->overhead_ms = s.overhead_us / 1e3 / iters;
-        p->busy_ms = s.busy_us / 1e3 / iters;
+        ft_profile_summary s;
+        if (ft_profiler_stop(prof) != FT_OK || ft_profiler_summary(prof, &s) != FT_OK) {
+            free(v);
+            return fail("profiler: %s", ft_ctx_errmsg(ctx));
+        }
+        n_ops += (long long)(s.ops + s.ops_dropped); /* op records: the launches of eager mode */
+        wall[i] = s.wall_us / 1e3;
+        busy[i] = s.busy_us / 1e3;
+        over[i] = s.overhead_us / 1e3;
+        disp[i] = 0; /* the dispatcher's own phases (the emulated costs are spent in SELECT) */
+        for (int k = 0; k < FT_PROFILE_LAUNCH; k++) disp[i] += s.phase_us[k] / 1e3;
+        known &= s.busy_source != FT_BUSY_NONE;
     }
+    *ops = n_ops / iters;
+    for (int k = 0; k < 4; k++) ft_cli_sort(v + k * iters, iters);
+    p->profiled_ms = ft_stats_median(wall, iters);
+    p->dispatch_ms = ft_stats_median(disp, iters);
+    if (known && p->profiled_ms > 0) {
+        p->busy_ms = ft_stats_median(busy, iters);
+        p->overhead_ms = ft_stats_median(over, iters);
+        p->share = p->overhead_ms / p->profiled_ms;
+    }
+    free(v);
     return 0;
 }
 
