@@ -441,7 +441,7 @@ static void test_step_cost(void) {
     result r = run_tool(g0);
     CHECK(r.code == 0 && select_us(r.out) >= 0 && select_us(r.out) < 100, "graph without a cost: select %.1f us: %s",
           select_us(r.out), r.out);
-    CHECK(strstr(r.out, "split: median forward ") && strstr(r.out, " = kernel time ") &&
+    CHECK(strstr(r.out, "split: mean forward ") && strstr(r.out, " = kernel time ") &&
           strstr(r.out, "+ dispatch/host time "), "bench --phases split: %s", r.out);
     r = run_tool(g1);
     const char *k = strstr(r.out, "kernels per forward ");
