@@ -61,6 +61,8 @@ def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
 
     def add(group, name, models, modes="eager", batches="1", costs=None, overhead=False, dt=None, shape=False):
         it, wu, rounds = (shape_it, shape_wu, shape_rounds) if shape else (main_it, main_wu, main_rounds)
+        if costs is not None:
+            it, wu, rounds = emu_it, emu_wu, emu_rounds
         S.append(dict(group=group, name=name, models=[list(m) for m in models], modes=modes, batches=batches,
                       costs=list(costs) if costs is not None else None, iters=it, warmup=wu, rounds=rounds,
                       overhead=overhead, dtype=dt or dtype, protocol="sync" if cpu else "paper"))
@@ -73,6 +75,7 @@ def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
         # one disturbed round cannot make a verdict inconclusive; 3+ timed forwards per
         # visit: a round's median ignores one disturbed forward
         main_it, main_wu, main_rounds = (3, 1, 9) if quick else (5, 1, 12)
+        emu_it, emu_wu, emu_rounds = main_it, main_wu, main_rounds
         shape_it, shape_wu, shape_rounds = (3, 0, 9) if quick else (3, 1, 12)
         main_model, main_seq = ("bert-tiny", 8) if quick else ("bert-mini", 16)
         emu_model, emu_seq = "bert-tiny", 8
@@ -83,7 +86,10 @@ def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
         kind_len = {"text": 8 if quick else 16, "image": 64 if quick else 112, "audio": 4000 if quick else 8000}
         own_batches = "1,2,4,8" if quick else "1,2,4,8,16"
     else:
-        main_it, main_wu, main_rounds = (5, 1, 9) if quick else (20, 2, 12)
+        # a GPU session stage has 10 minutes: the emulation sweep (5 costs x 3 modes, up to
+        # 100 us per op on ~300 ops) gets fewer forwards per visit
+        main_it, main_wu, main_rounds = (5, 1, 9) if quick else (10, 2, 10)
+        emu_it, emu_wu, emu_rounds = (3, 1, 9)
         shape_it, shape_wu, shape_rounds = main_it, main_wu, main_rounds
         main_model, main_seq = "bert-base", None
         emu_model, emu_seq = main_model, main_seq
