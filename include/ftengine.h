@@ -603,10 +603,8 @@ const char *ft_preset_name(int i);
  * times come from one clock, CLOCK_MONOTONIC_RAW in nanoseconds; CUPTI is told to
  * use it too.
  *
- * The emulated framework cost (FT_OP_HOST_COST_US or ft_ctx_set_op_host_cost)
- * is spent in the SELECT phase of eager ops; graph and static modes do not pay it.
- * Graph mode's emulated interpreter cost (FT_STEP_HOST_COST_US or
- * ft_ctx_set_step_host_cost) is a SELECT phase before each step's LAUNCH.
+ * The emulated host costs (ft_ctx_set_op_host_cost: eager ops; ft_ctx_set_step_host_cost:
+ * graph-mode plan steps) are spent in SELECT phases; static mode pays neither.
  *
  * Device busy time: on CUDA with CUPTI, the union of kernel, memcpy and memset
  * intervals inside the window; on the CPU device, where kernels run inside the
@@ -790,17 +788,11 @@ ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path)
  *  phases, gpu time, kernels; microseconds). Same errors as the trace writer. */
 ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
 
-/** Sets the emulated per-op host cost (what FT_OP_HOST_COST_US sets at context
- *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
- *  a slower framework's bookkeeping would take. 0 turns it off. */
+/** The emulated host costs FT_OP_HOST_COST_US / FT_STEP_HOST_COST_US set at context creation:
+ *  `us` us of busy waiting in each eager op's SELECT phase (a slower framework) / in a SELECT
+ *  phase before each graph-mode plan step (an interpreter). 0: off; outside [0, 1e6]: invalid. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
-/** Sets the emulated per-step host cost of graph mode (what FT_STEP_HOST_COST_US sets
- *  at context creation): `us` microseconds of busy waiting before every plan step, in
- *  a SELECT phase of its own, as an interpreter of a traced graph (TorchScript's)
- *  spends fetching and dispatching each node. Static mode (one replay) and eager mode
- *  do not pay it. 0 turns it off; outside [0, 1e6] is FT_ERR_INVALID_ARG. */
 ft_status ft_ctx_set_step_host_cost(ft_ctx *ctx, double us);
-
 #ifdef __cplusplus
 }
 #endif
