@@ -536,19 +536,19 @@ def _overhead(w, st, figs, main_desc):
 
 def _table3(w, st, peers, peer_notes, main_desc, fr):
     w("## Table 3: the paper's numbers beside ftengine's\n\n")
-    sent, dom = split_sentence(st.main, "eager", "graph", 1, "ftengine's eager-graph gap")
+    sent, dom = split_sentence(st.main, "eager", "graph", 1, "Measured")
     c = EMU_TABLE3_COST if EMU_TABLE3_COST in st.emu_costs() else (st.emu_costs() or [None])[-1]
     emu_sent = ""
     if c is not None:
         sub = [r for r in st.emu if sd.fnum(r.get("op_cost_us")) == c]
-        emu_sent, _ = split_sentence(sub, "eager", "graph", 1, "under the %g us emulation" % c)
+        emu_sent, _ = split_sentence(sub, "eager", "graph", 1, "Under the %g us emulation" % c)
     w("The paper's rows are **the paper's measurements** (BERT-base, fp16, batch 1, sequence 128, RTX 8000 with a "
       "Xeon W-2295 host; Fernandez et al. 2023, Table 3), not ours: its gaps between PyTorch, TorchScript and CUDA "
       "Graphs are framework overhead. ftengine's rows are this report's batch-1 latencies (median over rounds "
       "[interval]) of %s on %s. %s%s%s\n\n" % (
           main_desc, fr.get("device_label", "?"), (sent + ".") if sent else "",
           " So ftengine's measured eager/graph ratio is not the paper's framework tax: it is mostly fusion."
-          if dom == "kernel time" else "", (" " + emu_sent[0].upper() + emu_sent[1:] + ".") if emu_sent else ""))
+          if dom == "kernel time" else "", (" " + emu_sent + ".") if emu_sent else ""))
     t3 = [["paper: " + n, "%.2f" % v, "RTX 8000 (paper)"] for n, v in PAPER_TABLE3]
     for m in MODES:
         e = sd.curve(st.main, m).get(1)
