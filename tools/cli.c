@@ -140,7 +140,7 @@ int parse(int argc, char **argv, args *a) {
                 if (n > 4096) return usage("--threads needs an integer in [1, 4096], got '%s'", v);
                 a->threads = (int)n;
             } else if (!strcmp(o, "--rounds")) {
-                if (n > 10000) return usage("--rounds needs an integer in [1, 10000], got '%s'", v);
+                if (n > 1000) return usage("--rounds needs an integer in [1, 1000], got '%s'", v);
                 a->rounds = (int)n;
             }
             else a->iters = (int)n;

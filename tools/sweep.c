@@ -537,16 +537,32 @@ static void record_failure(ft_ctx *ctx, sample *p, const char *prefix) {
     if (ctx) ft_ctx_clear_error(ctx);
 }
 
+/* The table: a point's batch and mode first (then its model and emulated costs when
+ * the sweep has several), its round, then the visit's numbers. */
 static void print_header(void) {
-    printf("%-5s %-34s %10s %10s %10s %9s %12s\n", "round", "point", "mean ms", "median ms", "min ms", "kernels",
-           "overhead");
+    printf("%-7s %-7s %-5s %-26s %10s %10s %10s %9s %12s\n", "batch", "mode", "round", "model / cost", "mean ms",
+           "median ms", "min ms", "kernels", "overhead");
+}
+
+static void other_axes(const sweep *w, int p, char *buf, size_t n) {
+    int e, c, m, b;
+    sweep_axes(w, p, &e, &c, &m, &b);
+    size_t k = 0;
+    buf[0] = 0;
+    if (w->n_entries > 1) k += (size_t)snprintf(buf, n, "%s", w->entries[e].name);
+    if (k < n && w->costs[c].op >= 0) k += (size_t)snprintf(buf + k, n - k, "%sop %gus", k ? " " : "", w->costs[c].op);
+    if (k < n && w->costs[c].step >= 0) snprintf(buf + k, n - k, "%sstep %gus", k ? " " : "", w->costs[c].step);
+    if (!buf[0]) snprintf(buf, n, "-");
 }
 
 static void print_row(const sweep *w, int p, const sample *s) {
-    char label[256], md[32] = "-", mn[32] = "-", kn[24] = "-", ov[32] = "-";
-    sweep_point_label(w, p, label, sizeof label);
+    char other[256], md[32] = "-", mn[32] = "-", kn[24] = "-", ov[32] = "-";
+    int e, c, m, b;
+    sweep_axes(w, p, &e, &c, &m, &b);
+    other_axes(w, p, other, sizeof other);
     if (strcmp(s->status, "ok")) {
-        printf("%-5d %-34s FAILED (%s): %s\n", s->round, label, s->status, s->error);
+        printf("%-7lld %-7s %-5d %-26s FAILED (%s): %s\n", w->batches[b], ft_mode_name(w->modes[m]), s->round, other,
+               s->status, s->error);
         fflush(stdout);
         return;
     }
@@ -554,7 +570,8 @@ static void print_row(const sweep *w, int p, const sample *s) {
     if (!isnan(s->min)) snprintf(mn, sizeof mn, "%.4f", s->min);
     if (s->kernels >= 0) snprintf(kn, sizeof kn, "%lld", s->kernels);
     if (!isnan(s->share)) snprintf(ov, sizeof ov, "%.1f%%", 100 * s->share);
-    printf("%-5d %-34s %10.4f %10s %10s %9s %12s\n", s->round, label, s->mean, md, mn, kn, ov);
+    printf("%-7lld %-7s %-5d %-26s %10.4f %10s %10s %9s %12s\n", w->batches[b], ft_mode_name(w->modes[m]), s->round,
+           other, s->mean, md, mn, kn, ov);
     fflush(stdout);
 }
 
@@ -696,6 +713,16 @@ int cmd_sweep(int argc, char **argv) {
            "1 untimed + %d warm-up + %d timed forwards%s\n",
            w.rounds, w.n_points, w.n_points == 1 ? "" : "s", a.seed, a.warmup, a.iters,
            a.overhead ? " + the same number profiled" : "");
+    /* every model's context (and profiler) now, so a profiler's note (another CUPTI
+     * client attached: host timers only) is in the header; one that cannot be made
+     * is tried again at its first visit, whose rows then say why it failed */
+    for (int e = 0; !rc && e < w.n_entries; e++) {
+        cli_errors_quiet = 1;
+        (void)slot_open(&w, &slots[e]);
+        cli_errors_quiet = 0;
+        if (e == 0 && slots[e].prof && ft_profiler_cupti_note(slots[e].prof)[0])
+            printf("profiler: %s\n", ft_profiler_cupti_note(slots[e].prof));
+    }
     int n_kept = 0;
     if (!rc && a.csv) csv = csv_open(&w, &n_kept, &rc);
     int todo = 0;

@@ -17,11 +17,11 @@
 
 int sweep_point_latency(const sweep *w, int p, double *med, double *lo, double *hi, double *level,
                         double *min_ms) {
-    double v[1024];
+    double v[1000];
     int n = 0;
     *med = *lo = *hi = *min_ms = NAN;
     *level = 0;
-    for (int r = 0; r < w->rounds && n < 1024; r++) {
+    for (int r = 0; r < w->rounds && n < 1000; r++) {
         const sample *s = sweep_sample(w, p, r);
         double x = w->a->paper ? s->mean : s->median;
         if (!s->have || strcmp(s->status, "ok") || isnan(x)) continue;

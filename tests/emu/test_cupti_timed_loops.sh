@@ -3,10 +3,11 @@
 # `ftengine sweep --overhead` and examples/framework_tax are timed with no CUPTI
 # in the process: on the emulator, whose fake CUPTI reports at exit
 # (FT_EMU_CUPTI_REPORT=1) how many times it was subscribed and how many API
-# calls it traced, each program subscribes once per profiled pass (plus one probe
+# calls it traced, each program subscribes once per profiled window (plus one probe
 # when its profiler is made: subscribed and dropped at once, nothing enabled, so
-# another CUPTI client shows in the header), and its timed passes (at least as
-# many calls as the profiled ones) go untraced.
+# another CUPTI client shows in the header; sweep opens one window per profiled
+# forward), and its timed passes (at least as many calls as the profiled ones) go
+# untraced.
 # Built into build/emu/tests/ by tests/emu/emu.mk; prints a RESULT line.
 B=${FT_BUILD:-build}/emu
 pass=0
@@ -39,9 +40,9 @@ check() {
 
 check "bench --phases (a probe, one profiled pass)" 2 \
     "$B/ftengine" bench tests/golden/bert --device cuda --mode eager --dtype fp16 --iters 2 --warmup 1 --phases
-check "sweep --overhead (a probe, one profiled pass per mode and batch)" 7 \
+check "sweep --overhead (a probe, one profiled forward per mode and batch)" 7 \
     "$B/ftengine" sweep tests/golden/bert --device cuda --dtype fp16 --protocol paper --overhead --iters 1 \
-    --warmup 0 --batches 1,2
+    --warmup 0 --batches 1,2 --rounds 1
 check "framework_tax (a probe, one profiled pass per mode and cost)" 7 "$B/examples/framework_tax" tests/golden/bert cuda 1
 echo "RESULT: $pass passed, $fail failed, 0 skipped"
 [ $fail -eq 0 ]
