@@ -13,9 +13,10 @@
 #                        runs (sh tests/gpu_session.sh day OUT; docs/gpu_session.md)
 #   make bench MODE=eager MODEL=bert-base [DEVICE=cuda BATCH=1 SEQ=128 DTYPE=fp16 ARGS="--iters 50"]
 #                        (defaults: DEVICE cuda if a GPU answers nvidia-smi, else cpu; DTYPE fp32)
-#   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128)
+#   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128, 5 rounds)
 #   make examples        the programs in examples/
 #   make report [DEVICE=cpu|cuda] [DTYPE=fp16] [QUICK=1] [REPORT_DIR=build/report] [STAGE=main,...]
+#               [MODEL=DIR|PRESET [SEQ=N]] [PYTHON=python3]
 #                        the framework-tax study: sweeps, figures, report.md (docs/report.md)
 #   make install PREFIX=/usr/local   (header, libraries, tool, ftengine.pc)
 
@@ -228,14 +229,16 @@ $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 	@mkdir -p $(dir $@)
 	cp $< $@ && chmod +x $@
 # the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib;
-# bench/cpu_vs_torch.py's torch models and their golden check: skipped without torch
-PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py \
+# bench/cpu_vs_torch.py's torch models and their golden check: skipped without torch. They run with
+# $(PYTHON), the interpreter `make report` uses (PYTHON=/usr/bin/python3 for one with matplotlib).
+PYTHON     ?= python3
+PY_TESTS := $(if $(shell command -v $(PYTHON) 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py \
               bench/test_torch_zoo_vision_a.py)
 
 test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)
-	@$(if $(PY_TESTS),,echo "ftengine: no python3: tests/test_report.py, bench/test_cpu_vs_torch.py not run")
-	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)
+	@$(if $(PY_TESTS),echo "ftengine: Python tests with $(PYTHON) ($(shell command -v $(PYTHON) 2>/dev/null))",echo "ftengine: no $(PYTHON): tests/test_report.py, bench/test_cpu_vs_torch.py not run")
+	@FT_BUILD=$(BUILD) FT_MAKE="$(MAKE)" FT_PYTHON="$(PYTHON)" sh tests/run_tests.sh $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(PY_TESTS)
 
 # only the CUDA tests on the host emulator (tests/emu/)
 emu-test: $(EMU_TEST_BINS)
@@ -262,17 +265,21 @@ bench: all
 sweep: all
 	$(DEVICE_NOTE)
 	$(TOOL) sweep $(MODEL) --device $(DEVICE) --dtype $(DTYPE) $(if $(SEQ),--seq $(SEQ)) --protocol paper --overhead \
-	    --iters 20 --warmup 2 $(if $(CSV),--csv $(CSV)) $(ARGS)
+	    --iters 20 --warmup 2 --rounds 5 $(if $(CSV),--csv $(CSV)) $(ARGS)
 
 # the framework-tax study (bench/report.py, docs/report.md): the sweeps it needs (resumed
-# from REPORT_DIR), the figures (matplotlib, optional) and REPORT_DIR/report.md with F1-F8.
+# from REPORT_DIR), the figures (matplotlib, optional: without it a warning on stderr names
+# $(PYTHON) and how to point PYTHON= at one that has it) and REPORT_DIR/report.md with F1-F8.
 # STAGE=main,emulation,width,depth,models runs only those sweep groups (GPU sessions).
-PYTHON     ?= python3
-REPORT_DIR ?= $(BUILD)/report
+# MODEL=DIR|PRESET on the command line: the per-model parts (main, emulation) on that model,
+# in $(BUILD)/report-<name> unless REPORT_DIR is given; SEQ=N its input length.
+REPORT_MODEL = $(if $(filter command line,$(origin MODEL)),$(MODEL))
+REPORT_DIR ?= $(BUILD)/report$(if $(REPORT_MODEL),-$(notdir $(patsubst %/,%,$(REPORT_MODEL))))
 report: all
 	$(PYTHON) bench/report.py --tool $(TOOL) --device $(DEVICE) --dir $(REPORT_DIR) \
 	    $(if $(filter command line environment,$(origin DTYPE)),--dtype $(DTYPE)) \
-	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE))
+	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE)) \
+	    $(if $(REPORT_MODEL),--model $(REPORT_MODEL) $(if $(SEQ),--seq $(SEQ)))
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable
 KBENCH := $(BUILD)/bench/kernels/kernel_bench

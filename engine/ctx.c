@@ -171,6 +171,7 @@ ft_status ft_ctx_create_ex(const ft_ctx_options *opt, ft_ctx **out) {
 #endif
     ctx->sync_debug = ft_env_flag(FT_ENV_SYNC_DEBUG, false);
     ctx->extra_op_cost_us = ft_env_num(FT_ENV_OP_HOST_COST_US, 0);
+    ctx->extra_step_cost_us = ft_env_num(FT_ENV_STEP_HOST_COST_US, 0);
     ft_nvtx_ctx_init(ctx); /* after the team size is known: it names the workers */
     if (o.device == FT_DEVICE_CPU) {
         ft_allocator_init_cpu(&ctx->alloc);
@@ -229,6 +230,18 @@ ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us) {
         st = ft_set_error(ctx, FT_ERR_INVALID_ARG, "op host cost %g us: must be in [0, 1e6]", us);
     else
         ctx->extra_op_cost_us = us;
+    ft_ctx_leave(ctx);
+    return st;
+}
+
+ft_status ft_ctx_set_step_host_cost(ft_ctx *ctx, double us) {
+    if (!ctx) return FT_ERR_INVALID_ARG;
+    ft_status st = ft_ctx_enter(ctx, __func__);
+    if (st != FT_OK) return st;
+    if (!(us >= 0 && us <= 1e6)) /* also refuses NaN */
+        st = ft_set_error(ctx, FT_ERR_INVALID_ARG, "step host cost %g us: must be in [0, 1e6]", us);
+    else
+        ctx->extra_step_cost_us = us;
     ft_ctx_leave(ctx);
     return st;
 }

@@ -45,6 +45,7 @@
  * Unverified without a GPU: compiled and reviewed only (see the doc).
  */
 #include "profiler.h"
+#include "env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,7 +376,7 @@ static CUptiResult enable_api_records(void) {
  * than keep its one session: only asked for, and only on a CUPTI whose later
  * sessions get graph launches right. g.life held. */
 static void choose_session_policy(void) {
-    const char *e = getenv("FT_CUPTI_SESSION");
+    const char *e = ft_env_str(FT_ENV_CUPTI_SESSION);
     uint32_t v = 0;
     if (cuptiGetVersion(&v) != CUPTI_SUCCESS) v = 0;
     g.version = v;

@@ -30,6 +30,7 @@ static const env_row rows[FT_ENV_COUNT] = {
     {"FT_SYNC_DEBUG", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_NVTX", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_OP_HOST_COST_US", ENV_NUM, 0, 1e6, NULL, "a number of microseconds in [0, 1e6]"},
+    {"FT_STEP_HOST_COST_US", ENV_NUM, 0, 1e6, NULL, "a number of microseconds in [0, 1e6]"},
     {"FT_CPU_PACK_CACHE_MB", ENV_INT, 0, 1048576, NULL, "an integer number of MiB in [0, 1048576]"},
     {"FT_DISABLE_FUSION", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_DISABLE_PASSES", ENV_LIST, 0, 0,
@@ -41,6 +42,7 @@ static const env_row rows[FT_ENV_COUNT] = {
     {"FT_ALLOW_TF32", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_FAST_GELU", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_ATTN_KERNEL", ENV_CHOICE, 0, 0, "v1 v2", "v1 or v2"},
+    {"FT_CUPTI_SESSION", ENV_CHOICE, 0, 0, "process window", "process or window"},
 };
 
 const char *ft_env_name(ft_env_id id) { return (unsigned)id < FT_ENV_COUNT ? rows[id].name : "?"; }

@@ -25,6 +25,7 @@ typedef enum ft_env_id {
     FT_ENV_SYNC_DEBUG = 0,
     FT_ENV_NVTX,
     FT_ENV_OP_HOST_COST_US,
+    FT_ENV_STEP_HOST_COST_US,
     FT_ENV_CPU_PACK_CACHE_MB,
     FT_ENV_DISABLE_FUSION,
     FT_ENV_DISABLE_PASSES,
@@ -34,6 +35,7 @@ typedef enum ft_env_id {
     FT_ENV_ALLOW_TF32,
     FT_ENV_FAST_GELU,
     FT_ENV_ATTN_KERNEL,
+    FT_ENV_CUPTI_SESSION,
     FT_ENV_COUNT
 } ft_env_id;
 

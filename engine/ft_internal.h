@@ -212,6 +212,7 @@ struct ft_ctx {
     ft_op_counter counters[FT_OP_COUNT];
     int sync_debug;       /* FT_SYNC_DEBUG=1: synchronize after every op (CUDA) */
     double extra_op_cost_us; /* emulated per-op host cost (FT_OP_HOST_COST_US) */
+    double extra_step_cost_us; /* emulated per-step host cost of graph mode (FT_STEP_HOST_COST_US) */
     ft_scratch_pool *scratch_pool; /* set by the executor around warm-up and capture */
     struct ft_profiler *profiler;  /* the profiler made for this context, if any (engine/profiler.c) */
     struct ft_cpu_scratch *cpu_scratch;       /* CPU kernels' scratch (kernels/cpu/scratch.c) */

@@ -160,17 +160,34 @@ static ft_status run_bare(void *user) {
     return FT_OK;
 }
 
+/* The emulated interpreter cost of one step (FT_STEP_HOST_COST_US): a busy wait,
+ * as TorchScript's interpreter spends fetching a node, popping its inputs off the
+ * stack and finding its kernel. Its own SELECT phase, so a profile charges it to
+ * the host and not to LAUNCH (the CPU device's busy time), as eager's
+ * FT_OP_HOST_COST_US is charged (engine/dispatch.c). */
+static void step_cost(const ft_dispatch_hooks *h, const ft_tensor *node, double us) {
+    if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_SELECT, node);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) * 1e6 + (double)(t.tv_nsec - t0.tv_nsec) * 1e-3 < us);
+    if (h && h->phase_end) h->phase_end(h->user, FT_PHASE_SELECT, node);
+}
+
 /* Graph mode's walk: hooks and counters, as the profiler expects of a launch;
  * with NVTX, one range per step named by what it runs (the NVTX hooks are quiet
  * meanwhile: the step range is the op range). */
 static ft_status run_hooked(ft_ctx *ctx, ft_plan *p) {
     const ft_dispatch_hooks *h = ctx->hooks;
     const ft_nvtx_name *names = ctx->nvtx ? p->nvtx_steps : NULL;
+    const double cost = ctx->extra_step_cost_us;
     ctx->nvtx_quiet = 1;
     for (int i = 0; i < p->n_steps; i++) {
         ft_tensor *node = p->steps[i].node;
         if (names) ft_nvtx_push(&names[i], FT_NVTX_STEP, i);
         if (h && h->op_begin) h->op_begin(h->user, node);
+        if (cost > 0) step_cost(h, node, cost);
         if (h && h->phase_begin) h->phase_begin(h->user, FT_PHASE_LAUNCH, node);
         ft_status st = (ft_status)p->steps[i].fn(ctx, node);
 #ifdef FT_WITH_CUDA

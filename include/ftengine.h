@@ -604,8 +604,8 @@ const char *ft_preset_name(int i);
  * times come from one clock, CLOCK_MONOTONIC_RAW in nanoseconds; CUPTI is told to
  * use it too.
  *
- * The emulated framework cost (FT_OP_HOST_COST_US or ft_ctx_set_op_host_cost)
- * is spent in the SELECT phase of eager ops; graph and static modes do not pay it.
+ * The emulated host costs (ft_ctx_set_op_host_cost: eager ops; ft_ctx_set_step_host_cost:
+ * graph-mode plan steps) are spent in SELECT phases; static mode pays neither.
  *
  * Device busy time: on CUDA with CUPTI, the union of kernel, memcpy and memset
  * intervals inside the window; on the CPU device, where kernels run inside the
@@ -789,10 +789,10 @@ ft_status ft_profiler_write_chrome_trace(const ft_profiler *p, const char *path)
  *  phases, gpu time, kernels; microseconds). Same errors as the trace writer. */
 ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
 
-/** The emulated per-op host cost (FT_OP_HOST_COST_US at context creation): `us` in [0, 1e6]
- *  microseconds of busy waiting in every eager op's SELECT phase; 0 turns it off. */
+/** Emulated host costs (env FT_OP_HOST_COST_US / FT_STEP_HOST_COST_US): `us` of busy waiting per eager op
+ *  (a slower framework) / before each graph-mode plan step (an interpreter); 0 off; [0, 1e6]. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
-
+ft_status ft_ctx_set_step_host_cost(ft_ctx *ctx, double us);
 #ifdef __cplusplus
 }
 #endif

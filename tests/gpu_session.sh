@@ -655,7 +655,7 @@ bench-curves)
     # the framework-tax curves (paper protocol, overhead share per point)
     for model in bert-base resnet-50; do
         step "sweep-$model" "$TOOL" sweep "$model" --device cuda --dtype fp16 --protocol paper --overhead \
-            --iters 20 --warmup 2 --batches 1,2,4,8,16,32,64,128 --csv "$W/sweep-$model.csv"
+            --rounds 3 --iters 7 --warmup 2 --batches 1,2,4,8,16,32,64,128 --csv "$W/sweep-$model.csv"
     done ;;
 report-main | report-variants)
     # the reproduction study (make report, docs/report.md) on the GPU, in two calls:

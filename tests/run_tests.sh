@@ -40,6 +40,10 @@ for bin in "$@"; do
             FT_EMU_LT_ALGOS=$algos FT_EMU_CUPTI_BUSY=$busy FT_EMU_LAZY=$lazy FT_EMU_ORDER=$order \
                 FT_TEST_FILTER=$f "$bin" >"$log" 2>&1
         fi ;;
+    *.py)
+        # the Python tests run with the interpreter make passes (make test PYTHON=...)
+        echo "== $name (${FT_PYTHON:-python3})"
+        "${FT_PYTHON:-python3}" "$bin" >"$log" 2>&1 ;;
     *)
         echo "== $name"
         "$bin" >"$log" 2>&1 ;;

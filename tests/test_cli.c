@@ -268,7 +268,7 @@ static void test_bench_and_sweep(void) {
     CHECK(run_tool(b0).code == 2, "--threads 0 is a usage error");
     snprintf(csv, sizeof csv, "%s/sweep.csv", tmpdir);
     const char *sw[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,3", "--iters", "2",
-                        "--warmup", "0", "--overhead", "--csv", csv, NULL};
+                        "--warmup", "0", "--overhead", "--rounds", "1", "--csv", csv, NULL};
     r = run_tool(sw);
     CHECK(r.code == 0, "sweep exit %d: %s", r.code, r.err);
     FILE *f = fopen(csv, "r");

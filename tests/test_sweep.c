@@ -1,10 +1,15 @@
 /*
  * test_sweep.c - the study's data contract of build/ftengine (docs/benchmarking.md,
- * docs/report.md): the sweep CSV's columns and provenance, a failed point kept as a
- * row with its status while the sweep goes on (exit 1), --resume keeping measured
- * points, the JSON summaries of bench and sweep, `version`'s commit, bench's
- * provenance header and --ops-csv, `info --presets` counting without weights, and
- * the OpenMP wait policy the header names.
+ * docs/report.md): the sweep CSV's columns and provenance, one row per point and
+ * round with every round a shuffled visit of every point (the same --seed, the same
+ * order), a failed point kept as a row with its status while the sweep goes on (exit
+ * 1), --resume keeping measured rows and saying which it dropped and why, several
+ * models and emulated costs in one sweep, the JSON summaries of bench (every timed
+ * forward) and sweep (every round), the graph-mode interpreter cost
+ * (--step-cost-us, FT_STEP_HOST_COST_US) and bench --phases' kernel/host split,
+ * `version`'s commit, bench's provenance header and --ops-csv, `info` from a
+ * config.json alone and `info --presets` counting without weights, the thread-count
+ * source and the OpenMP wait policy the header names, the CPU half-precision warning.
  */
 #include "ft_test.h"
 #include "ft_tool.h"
@@ -70,7 +75,8 @@ static const char *const cols[] = {
     "model", "arch", "device", "dtype", "mode", "batch", "length", "protocol", "iters", "mean_ms",
     "median_ms", "min_ms", "first_ms", "kernels_per_forward", "overhead_ms", "overhead_share", "status",
     "error", "p90_ms", "max_ms", "profiled_ms", "busy_ms", "warmup", "op_cost_us", "params", "macs",
-    "threads", "ftengine_version", "commit", "date", "host", "device_label", "cuda_version", NULL};
+    "threads", "ftengine_version", "commit", "date", "host", "device_label", "cuda_version", "round",
+    "rounds", "seed", "order", "step_cost_us", "dispatch_ms", NULL};
 
 static int col(const char *name) {
     for (int i = 0; cols[i]; i++)
@@ -78,19 +84,20 @@ static int col(const char *name) {
     return -1;
 }
 
+#define CSV_ROWS 40
 typedef struct csv {
     int rows;
-    char lines[16][2048];
-    char *f[16][40];
-    int nf[16];
+    char lines[CSV_ROWS][2048];
+    char *f[CSV_ROWS][48];
+    int nf[CSV_ROWS];
 } csv;
 
 static void load_csv(const char *path, csv *c) {
     memset(c, 0, sizeof *c);
     FILE *f = fopen(path, "r");
     if (!f) return;
-    while (c->rows < 16 && fgets(c->lines[c->rows], sizeof c->lines[0], f)) {
-        c->nf[c->rows] = split(c->lines[c->rows], c->f[c->rows], 40);
+    while (c->rows < CSV_ROWS && fgets(c->lines[c->rows], sizeof c->lines[0], f)) {
+        c->nf[c->rows] = split(c->lines[c->rows], c->f[c->rows], 48);
         c->rows++;
     }
     fclose(f);
@@ -101,26 +108,31 @@ static const char *cell(const csv *c, int row, const char *name) {
     return k >= 0 && k < c->nf[row] ? c->f[row][k] : "<missing>";
 }
 
-/* The header is exactly the documented one; every row carries provenance, an ISO
- * UTC date, the threads asked for, and empty fields (never -1) for what was not
- * measured; the JSON summary names the schema and every point. */
+/* The header is exactly the documented one; one row per point and round, each round
+ * visiting every point once (its `order` a permutation), every row carrying
+ * provenance, an ISO UTC date, the threads asked for, the seed, and empty fields
+ * (never -1) for what was not measured; the JSON summary names the schema, every
+ * point with its rounds and its interval. */
 static void test_csv_schema(void) {
     char path[400], json[400];
     snprintf(path, sizeof path, "%s/schema.csv", tmpdir);
     snprintf(json, sizeof json, "%s/schema.json", tmpdir);
     const char *a[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,2", "--iters", "3", "--warmup",
-                       "0", "--threads", "1", "--protocol", "paper", "--csv", path, "--json", json, NULL};
+                       "0", "--threads", "1", "--protocol", "paper", "--rounds", "2", "--seed", "7", "--csv", path,
+                       "--json", json, NULL};
     result r = run_tool(a);
     CHECK(r.code == 0, "sweep exit %d: %s", r.code, r.err);
     CHECK(strstr(r.out, "threads: 1 (--threads)") && strstr(r.out, "provenance: ftengine "), "header: %s", r.out);
-    CHECK(strstr(r.err, "sweep: point 4 of 4"), "no progress line: %s", r.err);
+    CHECK(strstr(r.err, "sweep: point 8 of 8"), "no progress line: %s", r.err);
+    CHECK(strstr(r.out, "summary: latency = median over rounds") && strstr(r.out, "graph b2"), "summary: %s", r.out);
     csv c;
     load_csv(path, &c);
-    CHECK(c.rows == 5, "CSV has %d lines, want 5", c.rows);
+    CHECK(c.rows == 9, "CSV has %d lines, want 1 + 4 points x 2 rounds", c.rows);
     int n = 0;
     while (cols[n]) n++;
     CHECK(c.nf[0] == n, "header has %d columns, want %d", c.nf[0], n);
     for (int i = 0; i < n && i < c.nf[0]; i++) CHECK(!strcmp(c.f[0][i], cols[i]), "column %d is %s, want %s", i, c.f[0][i], cols[i]);
+    int seen[2][4] = {{0}};
     for (int row = 1; row < c.rows; row++) {
         CHECK(c.nf[row] == n, "row %d has %d fields", row, c.nf[row]);
         CHECK(!strcmp(cell(&c, row, "status"), "ok") && !*cell(&c, row, "error"), "row %d status", row);
@@ -134,17 +146,96 @@ static void test_csv_schema(void) {
         CHECK(!*cell(&c, row, "median_ms") && !*cell(&c, row, "overhead_share"), "row %d: unmeasured not empty", row);
         CHECK(atoll(cell(&c, row, "params")) > 0 && atoll(cell(&c, row, "macs")) > 0, "row %d params/macs", row);
         for (int k = 0; k < c.nf[row]; k++) CHECK(strcmp(c.f[row][k], "-1"), "row %d column %s is -1", row, cols[k]);
+        CHECK(!strcmp(cell(&c, row, "seed"), "7") && !strcmp(cell(&c, row, "rounds"), "2"), "row %d seed/rounds", row);
+        int rd = atoi(cell(&c, row, "round")), ord = atoi(cell(&c, row, "order"));
+        CHECK(rd >= 0 && rd < 2 && ord >= 0 && ord < 4, "row %d round %d order %d", row, rd, ord);
+        if (rd >= 0 && rd < 2 && ord >= 0 && ord < 4) seen[rd][ord]++;
     }
+    for (int rd = 0; rd < 2; rd++)
+        for (int k = 0; k < 4; k++) CHECK(seen[rd][k] == 1, "round %d: position %d taken %d times", rd, k, seen[rd][k]);
     char *buf = (char *)malloc(1 << 16);
     CHECK(buf && read_file(json, buf, 1 << 16) == 0, "no JSON summary");
     if (buf) {
-        CHECK(strstr(buf, "\"schema\": \"ftengine-sweep/1\"") && strstr(buf, "\"commit\": ") &&
-              strstr(buf, "\"failed\": 0"), "sweep JSON: %.300s", buf);
-        int points = 0;
-        for (const char *p = buf; (p = strstr(p, "\"mode\": ")); p++) points++;
-        CHECK(points == 4, "JSON has %d points, want 4", points);
+        CHECK(strstr(buf, "\"schema\": \"ftengine-sweep/2\"") && strstr(buf, "\"commit\": ") &&
+              strstr(buf, "\"failed\": 0") && strstr(buf, "\"rounds\": 2") && strstr(buf, "\"seed\": 7"),
+              "sweep JSON: %.300s", buf);
+        int points = 0, rounds = 0;
+        for (const char *p = buf; (p = strstr(p, "\"latency_ms\": ")); p++) points++;
+        for (const char *p = buf; (p = strstr(p, "{\"round\": ")); p++) rounds++;
+        CHECK(points == 4 && rounds == 8, "JSON has %d points and %d rounds, want 4 and 8", points, rounds);
+        CHECK(strstr(buf, "\"ci_lo_ms\": ") && strstr(buf, "\"ci_level\": 0.5"), "JSON interval: %.600s", buf);
     }
     free(buf);
+}
+
+/* Rounds: the order is a function of --seed and the round (the same seed, the same
+ * order), each round its own; several models (MODEL@LENGTH) and emulated-cost
+ * settings are axes of the same rounds. */
+static void orders(const char *path, char *buf, size_t n) {
+    csv c;
+    load_csv(path, &c);
+    buf[0] = 0;
+    for (int row = 1; row < c.rows; row++) {
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, "%s/%s/%s/%s ", cell(&c, row, "round"), cell(&c, row, "mode"), cell(&c, row, "batch"),
+                 cell(&c, row, "order"));
+    }
+}
+
+static void test_rounds(void) {
+    char p1[400], p2[400], p3[400], o1[2048], o2[2048], o3[2048];
+    snprintf(p1, sizeof p1, "%s/r1.csv", tmpdir);
+    snprintf(p2, sizeof p2, "%s/r2.csv", tmpdir);
+    snprintf(p3, sizeof p3, "%s/r3.csv", tmpdir);
+    const char *paths[] = {p1, p2, p3}, *seeds[] = {"5", "5", "6"};
+    for (int i = 0; i < 3; i++) {
+        const char *a[] = {"sweep", model, "--modes", "eager,graph,static", "--batches", "1,2", "--iters", "1",
+                           "--warmup", "0", "--rounds", "2", "--seed", seeds[i], "--csv", paths[i], NULL};
+        result r = run_tool(a);
+        CHECK(r.code == 0, "sweep %d exit %d: %s", i, r.code, r.err);
+    }
+    orders(p1, o1, sizeof o1);
+    orders(p2, o2, sizeof o2);
+    orders(p3, o3, sizeof o3);
+    CHECK(o1[0] && !strcmp(o1, o2), "the same seed gave other orders:\n%s\n%s", o1, o2);
+    CHECK(strcmp(o1, o3), "seeds 5 and 6 gave the same orders: %s", o1);
+    /* round 0 and round 1 of one sweep are not visited in the same order */
+    csv c;
+    load_csv(p1, &c);
+    char r0[6][32] = {{0}}, r1[6][32] = {{0}};
+    for (int row = 1; row < c.rows; row++) {
+        int ord = atoi(cell(&c, row, "order"));
+        if (ord < 0 || ord > 5) continue;
+        snprintf(atoi(cell(&c, row, "round")) ? r1[ord] : r0[ord], 32, "%s%s", cell(&c, row, "mode"), cell(&c, row, "batch"));
+    }
+    int same = 1;
+    for (int k = 0; k < 6; k++) same &= !strcmp(r0[k], r1[k]);
+    CHECK(!same, "rounds 0 and 1 visited the points in the same order");
+    /* two models by length and two cost settings: 2 x 2 x 2 modes x 1 batch points */
+    char m8[1100];
+    snprintf(m8, sizeof m8, "%s@8,%s@16", model, model);
+    const char *b[] = {"sweep", "--models", m8, "--modes", "eager,graph", "--batches", "1", "--iters", "1",
+                       "--warmup", "0", "--rounds", "1", "--op-cost-us", "0,50", "--step-cost-us", "0,50",
+                       "--csv", p1, NULL};
+    result r = run_tool(b);
+    CHECK(r.code == 0, "multi-model sweep exit %d: %s", r.code, r.err);
+    load_csv(p1, &c);
+    CHECK(c.rows == 9, "multi-model CSV has %d lines, want 1 + 8", c.rows);
+    int len8 = 0, cost50 = 0;
+    for (int row = 1; row < c.rows; row++) {
+        len8 += !strcmp(cell(&c, row, "length"), "8");
+        cost50 += !strcmp(cell(&c, row, "op_cost_us"), "50") && !strcmp(cell(&c, row, "step_cost_us"), "50");
+    }
+    CHECK(len8 == 4 && cost50 == 4, "%d rows at length 8 and %d at cost 50, want 4 and 4", len8, cost50);
+    const char *bad[][12] = {{"sweep", model, "--models", m8, NULL},
+                             {"sweep", "--models", "x@0", NULL},
+                             {"sweep", model, "--rounds", "0", NULL},
+                             {"sweep", model, "--seed", "-1", NULL},
+                             {"sweep", model, "--op-cost-us", "1,2,3", "--step-cost-us", "1,2", NULL},
+                             {"sweep", model, "--batches", "1,1", NULL},
+                             {"bench", model, "--op-cost-us", "1,2", NULL},
+                             {"bench", model, "--step-cost-us", "-1", NULL}};
+    for (int i = 0; i < 8; i++) CHECK(run_tool(bad[i]).code == 2, "bad rounds/models/costs %d is not a usage error", i);
 }
 
 /* --mem-limit too small for the largest batch: that point is a row with status oom
@@ -154,13 +245,14 @@ static void test_failed_point(void) {
     char path[400];
     snprintf(path, sizeof path, "%s/oom.csv", tmpdir);
     const char *a[] = {"sweep", model, "--modes", "eager,graph", "--batches", "1,2,100000", "--iters", "2",
-                       "--warmup", "0", "--mem-limit", "64M", "--csv", path, NULL};
+                       "--warmup", "0", "--mem-limit", "64M", "--rounds", "2", "--csv", path, NULL};
     result r = run_tool(a);
     CHECK(r.code == 1, "sweep with an impossible point exit %d, want 1: %s", r.code, r.err);
     CHECK(strstr(r.err, "ftengine: error: 2 of 6 points failed"), "summary line: %s", r.err);
     csv c;
     load_csv(path, &c);
-    CHECK(c.rows == 7, "CSV has %d lines, want 1 + 6", c.rows);
+    /* a failed point is one row (it is not visited in the next round) */
+    CHECK(c.rows == 11, "CSV has %d lines, want 1 + 4 x 2 + 2", c.rows);
     int ok = 0, oom = 0;
     for (int row = 1; row < c.rows; row++) {
         const char *st = cell(&c, row, "status");
@@ -174,36 +266,50 @@ static void test_failed_point(void) {
             CHECK(!*cell(&c, row, "mean_ms"), "a failed row has a latency");
         }
     }
-    CHECK(ok == 4 && oom == 2, "%d ok and %d oom rows, want 4 and 2", ok, oom);
+    CHECK(ok == 8 && oom == 2, "%d ok and %d oom rows, want 8 and 2", ok, oom);
 }
 
-/* --resume keeps the points this commit measured with the same settings (their rows
- * unchanged) and measures only the others; a CSV of another layout is refused and left alone. */
+/* --resume keeps the rows this commit measured with the same settings (unchanged),
+ * reprints them, says why it dropped the others, and measures only the missing
+ * (point, round) pairs; a CSV of another layout is refused and left alone. */
 static void test_resume(void) {
     char path[400];
     snprintf(path, sizeof path, "%s/resume.csv", tmpdir);
     const char *a[] = {"sweep", model, "--modes", "eager", "--batches", "1,2", "--iters", "2", "--warmup", "0",
-                       "--csv", path, NULL};
+                       "--rounds", "2", "--csv", path, NULL};
     result r = run_tool(a);
     CHECK(r.code == 0, "first sweep exit %d: %s", r.code, r.err);
     csv before, after;
     load_csv(path, &before);
-    const char *b[] = {"sweep", model, "--modes", "eager", "--batches", "1,2,3", "--iters", "2", "--warmup", "0",
-                       "--csv", path, "--resume", NULL};
+    /* one more batch, one more round, one batch less */
+    const char *b[] = {"sweep", model, "--modes", "eager", "--batches", "2,3", "--iters", "2", "--warmup", "0",
+                       "--rounds", "3", "--csv", path, "--resume", NULL};
     r = run_tool(b);
     CHECK(r.code == 0, "resumed sweep exit %d: %s", r.code, r.err);
-    CHECK(strstr(r.out, "resumed: 2 of 3 points"), "resume message: %s", r.out);
+    CHECK(strstr(r.out, "kept 2 rows") && strstr(r.out, "dropped 2: batch 1 is not in --batches") &&
+          strstr(r.out, "resume: the kept rows:") && strstr(r.out, "resumed: 2 of 6 rows"),
+          "resume messages: %s", r.out);
     load_csv(path, &after);
-    CHECK(after.rows == 4, "resumed CSV has %d lines, want 4", after.rows);
-    for (int row = 1; row < 3 && row < before.rows; row++)
-        CHECK(!strcmp(cell(&before, row, "date"), cell(&after, row, "date")) &&
-              !strcmp(cell(&before, row, "mean_ms"), cell(&after, row, "mean_ms")), "row %d was re-measured", row);
-    CHECK(!strcmp(cell(&after, 3, "batch"), "3"), "new row: batch %s", cell(&after, 3, "batch"));
-    /* other settings (iterations) are not the same measurement: nothing is kept */
+    CHECK(after.rows == 7, "resumed CSV has %d lines, want 1 + 2 kept + 4 new", after.rows);
+    int kept = 0;
+    for (int row = 1; row < before.rows; row++)
+        for (int k = 1; k < 3 && k < after.rows; k++)
+            kept += !strcmp(cell(&before, row, "date"), cell(&after, k, "date")) &&
+                    !strcmp(cell(&before, row, "mean_ms"), cell(&after, k, "mean_ms")) &&
+                    !strcmp(cell(&after, k, "batch"), "2");
+    CHECK(kept == 2, "the batch-2 rows were re-measured (%d kept)", kept);
+    int b3 = 0, r2 = 0;
+    for (int row = 3; row < after.rows; row++) {
+        b3 += !strcmp(cell(&after, row, "batch"), "3");
+        r2 += !strcmp(cell(&after, row, "round"), "2");
+    }
+    CHECK(b3 == 3 && r2 == 2, "new rows: %d at batch 3 (want 3), %d in round 2 (want 2)", b3, r2);
+    /* other settings (iterations) are not the same measurement: nothing is kept, and it says so */
     const char *c[] = {"sweep", model, "--modes", "eager", "--batches", "1", "--iters", "3", "--warmup", "0",
-                       "--csv", path, "--resume", NULL};
+                       "--rounds", "1", "--csv", path, "--resume", NULL};
     r = run_tool(c);
-    CHECK(r.code == 0 && !strstr(r.out, "resumed:"), "resume with other iters kept rows: %s", r.out);
+    CHECK(r.code == 0 && strstr(r.out, "kept 0 rows") && strstr(r.out, "dropped 6: measured with --iters 2 (this sweep: 3)"),
+          "resume with other iters: %s", r.out);
     load_csv(path, &after);
     CHECK(after.rows == 2, "CSV has %d lines after a resume with other settings, want 2", after.rows);
     /* not a sweep CSV */
@@ -237,8 +343,13 @@ static void test_bench_outputs(void) {
     if (buf) {
         const char *keys[] = {"\"schema\": \"ftengine-bench/1\"", "\"commit\": ", "\"median\": ", "\"p90\": ",
                               "\"stdev\": ", "\"kernels_per_forward\"", "\"overhead\": {", "\"busy_ms\": ",
-                              "\"threads\": \"1\"", "\"protocol\": \"sync\""};
-        for (int i = 0; i < 10; i++) CHECK(strstr(buf, keys[i]) != NULL, "bench JSON lacks %s", keys[i]);
+                              "\"threads\": \"1\"", "\"protocol\": \"sync\"", "\"times\": ["};
+        for (int i = 0; i < 11; i++) CHECK(strstr(buf, keys[i]) != NULL, "bench JSON lacks %s", keys[i]);
+        /* every timed forward, raw: --iters 3 numbers */
+        const char *t = strstr(buf, "\"times\": [");
+        int commas = 0;
+        for (const char *q = t ? t : ""; *q && *q != ']'; q++) commas += *q == ',';
+        CHECK(t && commas == 2, "bench JSON times: %.200s", t ? t : "(none)");
     }
     free(buf);
     struct stat st;
@@ -310,6 +421,77 @@ static void test_wait_policy(void) {
     if (keep_spin[0]) setenv("GOMP_SPINCOUNT", keep_spin, 1);
 }
 
+/* The graph-mode interpreter cost: --step-cost-us N spends N us in a SELECT phase
+ * before each plan step (so a profile charges it to the host, not to the kernels);
+ * static mode does not pay it; FT_STEP_HOST_COST_US sets it, range-checked. bench
+ * --phases prints the kernel vs dispatch/host split of the report. */
+static double select_us(const char *out) {
+    const char *p = strstr(out, "host time per iteration (us): ");
+    const char *s = p ? strstr(p, " select ") : NULL;
+    return s ? atof(s + 8) : -1;
+}
+
+static void test_step_cost(void) {
+    const char *g0[] = {"bench", model, "--mode", "graph", "--iters", "2", "--warmup", "0", "--threads", "1",
+                        "--phases", NULL};
+    const char *g1[] = {"bench", model, "--mode", "graph", "--iters", "2", "--warmup", "0", "--threads", "1",
+                        "--phases", "--step-cost-us", "300", NULL};
+    const char *s1[] = {"bench", model, "--mode", "static", "--iters", "2", "--warmup", "0", "--threads", "1",
+                        "--phases", "--step-cost-us", "300", NULL};
+    result r = run_tool(g0);
+    CHECK(r.code == 0 && select_us(r.out) >= 0 && select_us(r.out) < 100, "graph without a cost: select %.1f us: %s",
+          select_us(r.out), r.out);
+    CHECK(strstr(r.out, "split: mean forward ") && strstr(r.out, " = kernel time ") &&
+          strstr(r.out, "+ dispatch/host time "), "bench --phases split: %s", r.out);
+    r = run_tool(g1);
+    const char *k = strstr(r.out, "kernels per forward ");
+    int steps = k ? atoi(k + 20) : 0;
+    CHECK(r.code == 0 && steps > 0 && select_us(r.out) >= 300.0 * steps,
+          "graph at 300 us per step: select %.1f us for %d steps: %s", select_us(r.out), steps, r.out);
+    CHECK(strstr(r.out, "emulated interpreter cost: 300.0 us per graph-mode step"), "no cost line: %s", r.out);
+    r = run_tool(s1);
+    CHECK(r.code == 0 && select_us(r.out) >= 0 && select_us(r.out) < 300, "static paid the step cost: %.1f us",
+          select_us(r.out));
+    setenv("FT_STEP_HOST_COST_US", "300", 1);
+    r = run_tool(g0);
+    CHECK(r.code == 0 && select_us(r.out) >= 300.0 * steps, "FT_STEP_HOST_COST_US=300: select %.1f us", select_us(r.out));
+    setenv("FT_STEP_HOST_COST_US", "lots", 1);
+    r = run_tool(g0);
+    CHECK(r.code == 1 && strstr(r.err, "FT_STEP_HOST_COST_US='lots'") && strstr(r.err, "[0, 1e6]"),
+          "a bad FT_STEP_HOST_COST_US: exit %d %s", r.code, r.err);
+    unsetenv("FT_STEP_HOST_COST_US");
+}
+
+/* info from a directory holding only config.json (the docs promise it); the thread
+ * count's source; half precision on the CPU warns that it is slower. */
+static void test_info_threads_half(void) {
+    char dir[400], cmd[2400];
+    snprintf(dir, sizeof dir, "%s/config_only", tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s/config.json' '%s/'", dir, model, dir);
+    CHECK(system(cmd) == 0, "setup failed");
+    const char *a[] = {"info", dir, NULL};
+    result r = run_tool(a);
+    CHECK(r.code == 0 && strstr(r.out, "parameters: 145344") && strstr(r.out, "config.json alone"),
+          "info on config.json alone: exit %d %s %s", r.code, r.out, r.err);
+    const char *b[] = {"bench", model, "--iters", "1", "--warmup", "0", NULL};
+    char *keep = getenv("OMP_NUM_THREADS");
+    char saved[32] = "";
+    if (keep) snprintf(saved, sizeof saved, "%s", keep);
+    setenv("OMP_NUM_THREADS", "1", 1);
+    r = run_tool(b);
+    CHECK(r.code == 0 && strstr(r.out, "threads: 1 (OMP_NUM_THREADS)"), "OMP_NUM_THREADS source: %s", r.out);
+    unsetenv("OMP_NUM_THREADS");
+    r = run_tool(b);
+    CHECK(r.code == 0 && strstr(r.out, "(OpenMP default)"), "default source: %s", r.out);
+    if (saved[0]) setenv("OMP_NUM_THREADS", saved, 1);
+    const char *h[] = {"bench", model, "--iters", "1", "--warmup", "0", "--dtype", "bf16", NULL};
+    r = run_tool(h);
+    CHECK(r.code == 0 && strstr(r.err, "warning: bf16 on the CPU is slower than fp32"), "no half warning: %s", r.err);
+    const char *f32[] = {"bench", model, "--iters", "1", "--warmup", "0", NULL};
+    r = run_tool(f32);
+    CHECK(r.code == 0 && !strstr(r.err, "slower than fp32"), "fp32 warned: %s", r.err);
+}
+
 int main(void) {
     const char *b = getenv("FT_BUILD");
     snprintf(tool, sizeof tool, "%s/ftengine", b && *b ? b : "build");
@@ -320,11 +502,14 @@ int main(void) {
         return 1;
     }
     RUN(test_csv_schema);
+    RUN(test_rounds);
     RUN(test_failed_point);
     RUN(test_resume);
     RUN(test_bench_outputs);
     RUN(test_presets);
     RUN(test_wait_policy);
+    RUN(test_step_cost);
+    RUN(test_info_threads_half);
     ft_test_tmpdir_remove();
     return ft_test_finish();
 }

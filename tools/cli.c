@@ -53,6 +53,8 @@ int parse(int argc, char **argv, args *a) {
     a->warmup = 5;
     a->iters = 20;
     a->op_cost_us = -1;
+    a->step_cost_us = -1;
+    a->seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -87,13 +89,32 @@ int parse(int argc, char **argv, args *a) {
             else if (!strcmp(v, "sync")) a->paper = 0;
             else return usage("unknown protocol '%s' (paper, sync)", v);
         }
-        else if (!strcmp(o, "--op-cost-us")) {
+        else if (!strcmp(o, "--op-cost-us") || !strcmp(o, "--step-cost-us")) {
+            /* one number of microseconds, or (sweep) a comma-separated list of them */
+            NEED_VALUE();
+            int n = 0;
+            double first = -1;
+            for (const char *p = v;; n++) {
+                char *end = NULL;
+                double us = strtod(p, &end);
+                if (end == p || (*end && *end != ',') || !(us >= 0 && us <= 1e6))
+                    return usage("%s needs a number of microseconds in [0, 1e6] (sweep: a comma-separated "
+                                 "list), got '%s'", o, v);
+                if (!n) first = us;
+                if (!*end) break;
+                p = end + 1;
+            }
+            if (o[2] == 'o') { a->op_cost_us = first; a->op_costs = v; a->n_op_costs = n + 1; }
+            else { a->step_cost_us = first; a->step_costs = v; a->n_step_costs = n + 1; }
+        }
+        else if (!strcmp(o, "--models")) { NEED_VALUE(); a->models = v; }
+        else if (!strcmp(o, "--seed")) {
             NEED_VALUE();
             char *end = NULL;
-            double us = strtod(v, &end);
-            if (!*v || *end || !(us >= 0 && us <= 1e6))
-                return usage("--op-cost-us needs a number of microseconds in [0, 1e6], got '%s'", v);
-            a->op_cost_us = us;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-') return usage("--seed needs a non-negative integer, got '%s'", v);
+            a->seed = n;
+            a->seed_given = 1;
         }
         else if (!strcmp(o, "--device")) {
             NEED_VALUE();
@@ -107,7 +128,7 @@ int parse(int argc, char **argv, args *a) {
             NEED_VALUE();
             if (ft_dtype_parse(v, &a->dtype)) return usage("unknown dtype '%s' (fp32, fp16, bf16)", v);
         } else if (!strcmp(o, "--batch") || !strcmp(o, "--seq") || !strcmp(o, "--warmup") ||
-                   !strcmp(o, "--iters") || !strcmp(o, "--threads")) {
+                   !strcmp(o, "--iters") || !strcmp(o, "--threads") || !strcmp(o, "--rounds")) {
             NEED_VALUE();
             char *end = NULL;
             long long n = strtoll(v, &end, 10);
@@ -120,6 +141,9 @@ int parse(int argc, char **argv, args *a) {
             else if (!strcmp(o, "--threads")) {
                 if (n > 4096) return usage("--threads needs an integer in [1, 4096], got '%s'", v);
                 a->threads = (int)n;
+            } else if (!strcmp(o, "--rounds")) {
+                if (n > 1000) return usage("--rounds needs an integer in [1, 1000], got '%s'", v);
+                a->rounds = (int)n;
             }
             else a->iters = (int)n;
         } else if (!strcmp(o, "--hidden-states")) a->hidden_states = 1;
@@ -258,6 +282,10 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+void ft_cli_sort(double *v, int n) {
+    if (n > 1) qsort(v, (size_t)n, sizeof(double), cmp_double);
+}
+
 static int forward(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, int sync) {
     if (ft_model_forward(m, in, n_in) != FT_OK || (sync && ft_ctx_sync(ctx) != FT_OK))
         return fail("%s", ft_ctx_errmsg(ctx));
@@ -291,7 +319,6 @@ int time_forwards(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, 
         sum += times[i];
     }
     (void)ft_ctx_profiler_range(ctx, 0);
-    qsort(times, (size_t)iters, sizeof(double), cmp_double);
     *mean_ms = sum / iters;
     return rc;
 }

@@ -21,6 +21,13 @@ typedef struct args {
     const char *trace, *csv; /* profiler outputs */
     int phases;              /* print the profiler's tables */
     double op_cost_us;       /* emulated framework cost per op; < 0: not given */
+    double step_cost_us;     /* emulated interpreter cost per graph-mode step; < 0: not given */
+    const char *op_costs, *step_costs; /* the same as given: sweep takes a comma-separated list */
+    int n_op_costs, n_step_costs;      /* values in them (bench and run take one) */
+    const char *models;      /* sweep --models: comma-separated MODEL or MODEL@LENGTH */
+    int rounds;              /* sweep --rounds: every point once per round (0: the default) */
+    unsigned long long seed; /* sweep --seed: the rounds' visiting order */
+    int seed_given;
     const char *modes, *batches; /* sweep: comma-separated lists */
     int paper;               /* timing protocol: 1 the paper's (back to back, mean), 0 synchronized */
     int overhead;            /* sweep: a profiled pass per point for the framework overhead */
@@ -80,12 +87,15 @@ long long input_length(const ft_host_tensor *in, int n_in, const char **unit);
 
 /* Latency of m on `in`, after one untimed first forward (whose time goes to *first_ms)
  * and `warmup` more. Synchronized protocol (paper = 0): each of `iters` forwards is
- * timed alone, forward + device sync, into times[] (sorted on return); the mean goes
+ * timed alone, forward + device sync, into times[] (in the order run); the mean goes
  * to *mean_ms. The paper's protocol (paper = 1, Fernandez et al.'s harness): sync,
  * `iters` forwards back to back with no sync between them, sync; *mean_ms is the
  * wall time over iters and times[] is left alone. Returns 0 or fail()'s code. */
 int time_forwards(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, int warmup,
                   int iters, int paper, double *times, double *first_ms, double *mean_ms);
+
+/* Sorts n doubles ascending in place. */
+void ft_cli_sort(double *v, int n);
 
 /* bench's trust in its numbers: p90 above FT_CLI_NOISY_P90 x the median is a noisy
  * host; returns 1 and a one-line warning in buf. */

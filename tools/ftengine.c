@@ -38,6 +38,7 @@
 #include "cli.h"
 #include "provenance.h"
 #include "outfiles.h"
+#include "stats.h"
 #include "../engine/safetensors.h"
 
 #include <errno.h>
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +146,28 @@ static void print_phases(FILE *f, const ft_profiler *p, int iters) {
     }
 }
 
+/* bench --phases: the forward's latency split as the report splits every mode gap
+ * (docs/report.md): kernel time is the profiled pass's device-busy time per forward,
+ * dispatch/host time is the rest of the (unprofiled) latency. Both are means here (the
+ * profiled pass is one window); `sweep --overhead` takes medians over forwards. */
+static void print_split(FILE *f, const ft_profiler *p, int iters, double latency_ms) {
+    const char *stat = "mean";
+    ft_profile_summary s;
+    if (ft_profiler_summary(p, &s) != FT_OK || !s.valid || iters < 1) return;
+    if (s.busy_source == FT_BUSY_NONE) {
+        fprintf(f, "split: kernel time unknown (no CUPTI: %s), so no split of the %s %.4f ms\n", s.cupti_note,
+                stat, latency_ms);
+        return;
+    }
+    double kern = s.busy_us * 1e-3 / iters, host = latency_ms - kern, disp = 0;
+    for (int i = 0; i < FT_PROFILE_LAUNCH; i++) disp += s.phase_us[i];
+    disp *= 1e-3 / iters;
+    fprintf(f, "split: %s forward %.4f ms = kernel time %.4f ms [%s] + dispatch/host time %.4f ms (%.1f%%); "
+               "the dispatcher's check/infer/alloc/select phases %.4f ms of it (profiled pass)\n",
+            stat, latency_ms, kern, busy_source_text(s.busy_source), host,
+            latency_ms > 0 ? 100.0 * host / latency_ms : 0.0, disp);
+}
+
 /* The profiler's files go to the temporaries of tools/outfiles.c. */
 static int write_profile(ft_ctx *ctx, const args *a, const ft_profiler *p, const char *trace_tmp,
                          const char *csv_tmp) {
@@ -160,6 +184,28 @@ static int add_profile_outputs(const args *a, const char **trace_tmp, const char
     if (a->trace) rc = outfile_add("--trace", a->trace, trace_tmp);
     if (!rc && a->ops_csv) rc = outfile_add("--ops-csv", a->ops_csv, csv_tmp);
     return rc;
+}
+
+/* The emulated costs of --op-cost-us and --step-cost-us (one value each here). */
+static int set_costs(ft_ctx *ctx, const args *a) {
+    if ((a->op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a->op_cost_us) != FT_OK) ||
+        (a->step_cost_us >= 0 && ft_ctx_set_step_host_cost(ctx, a->step_cost_us) != FT_OK))
+        return fail("%s", ft_ctx_errmsg(ctx));
+    return 0;
+}
+
+static int one_cost_each(const args *a) {
+    return a->n_op_costs <= 1 && a->n_step_costs <= 1;
+}
+
+/* A CPU run in half precision: the CPU kernels compute in f32 and convert at every
+ * op's edges (docs/cpu_backend.md), so it is slower than fp32, not faster as on a GPU. */
+static void warn_cpu_half(const args *a) {
+    if (a->device == FT_DEVICE_CPU && a->dtype != FT_DTYPE_F32)
+        fprintf(stderr, "ftengine: warning: %s on the CPU is slower than fp32: the CPU kernels compute in "
+                        "f32 and convert %s at each op's inputs and outputs (it saves memory, not time); "
+                        "--dtype fp32 for CPU timings\n",
+                ft_dtype_name(a->dtype), ft_dtype_name(a->dtype));
 }
 
 /* ---- run ---- */
@@ -230,6 +276,7 @@ static int cmd_run(int argc, char **argv) {
     if (!a.inputs) return usage("run needs --inputs IN.safetensors");
     if (!a.out) return usage("run needs --out OUT.safetensors");
     if (a.resume || a.json) return usage("%s belongs to bench or sweep", a.resume ? "--resume" : "--json");
+    if (!one_cost_each(&a)) return usage("--op-cost-us and --step-cost-us take one value here (sweep takes lists)");
     csv_alias(&a, "run");
     const char *out_tmp = NULL, *trace_tmp = NULL, *csv_tmp = NULL;
     /* inputs first: no output may be one of them (tools/outfiles.c) */
@@ -263,10 +310,7 @@ static int cmd_run(int argc, char **argv) {
     }
     m = load(ctx, &a, &rc);
     if (!m) goto done;
-    if (a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK) {
-        rc = fail("%s", ft_ctx_errmsg(ctx));
-        goto done;
-    }
+    if ((rc = set_costs(ctx, &a))) goto done;
     if (prof && ft_profiler_start(prof) != FT_OK) {
         rc = fail("profiler: %s", ft_ctx_errmsg(ctx));
         goto done;
@@ -352,6 +396,15 @@ static int cmd_info(int argc, char **argv) {
             if (ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, NULL) == FT_OK)
                 len = input_length(in, n_in, &unit);
             printf("architecture: %s\n", ft_model_arch(m));
+            struct stat sb;
+            char ck[1100];
+            snprintf(ck, sizeof ck, "%s/model.safetensors", a.model);
+            if (stat(a.model, &sb) == 0 && S_ISDIR(sb.st_mode))
+                printf("source: %s/config.json%s\n", a.model,
+                       access(ck, F_OK) == 0 ? ", every weight shape checked against model.safetensors"
+                                             : " alone (no model.safetensors: shapes from the config)");
+            else
+                printf("source: preset %s (no weights are loaded to describe it)\n", a.model);
             printf("parameters: %lld\n", (long long)ft_model_param_count(m));
             printf("macs: %lld (batch %lld, length %lld (%s)%s)\n", (long long)macs, a.batch, len, unit,
                    a.seq ? "" : ", the default");
@@ -369,7 +422,8 @@ typedef struct bench_result {
     const char *date;
     long long length;
     double mean, first, profiled_ms;
-    const double *times; /* sorted, synchronized protocol only */
+    const double *times;  /* synchronized protocol only: sorted */
+    const double *raw;    /* the same in the order they ran */
     ft_mem_stats mem;
 } bench_result;
 
@@ -393,6 +447,8 @@ static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_mode
             ft_device_name(a->device), ft_mode_name(a->mode), ft_dtype_name(a->dtype), a->batch, r->length,
             a->paper ? "paper" : "sync", a->iters, a->warmup);
     json_num(f, a->op_cost_us >= 0 ? a->op_cost_us : NAN);
+    fputs(", \"step_cost_us\": ", f);
+    json_num(f, a->step_cost_us >= 0 ? a->step_cost_us : NAN);
     fputs(", \"mem_limit\": ", f);
     json_num(f, a->mem_limit ? (double)a->mem_limit : NAN);
     fprintf(f, ", \"params\": %lld},\n  \"latency_ms\": {\"mean\": ", (long long)ft_model_param_count(m));
@@ -405,11 +461,19 @@ static int bench_json(const args *a, const char *tmp, ft_ctx *ctx, const ft_mode
         double var = 0;
         for (int i = 0; i < n; i++) var += (t[i] - r->mean) * (t[i] - r->mean);
         const char *k[] = {"median", "min", "p90", "max", "stdev"};
-        double v[] = {t[n / 2], t[0], t[(int)(n * 0.9)], t[n - 1], n > 1 ? sqrt(var / (n - 1)) : 0};
+        double v[] = {ft_stats_median(t, n), t[0], t[(int)(n * 0.9)], t[n - 1], n > 1 ? sqrt(var / (n - 1)) : 0};
         for (int i = 0; i < 5; i++) {
             fprintf(f, ", \"%s\": ", k[i]);
             json_num(f, v[i]);
         }
+        /* every timed forward, in the order run: a reader can test for drift or
+         * compute its own statistic */
+        fputs(", \"times\": [", f);
+        for (int i = 0; i < n; i++) {
+            if (i) fputs(", ", f);
+            json_num(f, r->raw[i]);
+        }
+        fputc(']', f);
     }
     fprintf(f, "},\n  \"memory\": {\"peak_bytes\": %zu, \"reserved_bytes\": %zu, \"system_allocations\": "
                "%llu, \"cpu_scratch_bytes\": %zu, \"cpu_pack_cache_bytes\": %zu},\n  \"graph\": ",
@@ -469,6 +533,7 @@ static int cmd_bench(int argc, char **argv) {
     if (rc) return rc;
     if (!a.model) return usage("bench needs a MODEL");
     if (a.resume) return usage("--resume belongs to sweep");
+    if (!one_cost_each(&a)) return usage("--op-cost-us and --step-cost-us take one value here (sweep takes lists)");
     csv_alias(&a, "bench");
     const char *trace_tmp = NULL, *csv_tmp = NULL, *json_tmp = NULL;
     if ((rc = outfile_input_model(a.model)) || (rc = add_profile_outputs(&a, &trace_tmp, &csv_tmp))) return rc;
@@ -483,12 +548,12 @@ static int cmd_bench(int argc, char **argv) {
         ft_ctx_free(ctx);
         return rc;
     }
-    if (a.op_cost_us >= 0 && ft_ctx_set_op_host_cost(ctx, a.op_cost_us) != FT_OK) {
-        rc = fail("%s", ft_ctx_errmsg(ctx));
+    if ((rc = set_costs(ctx, &a))) {
         ft_profiler_free(prof);
         ft_ctx_free(ctx);
         return rc;
     }
+    warn_cpu_half(&a);
     /* big presets take a while to initialise and time: say so on a terminal (only there:
      * logs of scripted benches stay as they were) */
     int tty = isatty(2);
@@ -507,15 +572,18 @@ static int cmd_bench(int argc, char **argv) {
     ft_host_tensor in[8];
     int n_in = 0;
     void *owned = NULL;
-    double *times = (double *)calloc((size_t)a.iters, sizeof(double));
-    if (!times || ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, &owned) != FT_OK) {
-        rc = fail("%s", times ? ft_ctx_errmsg(ctx) : "out of host memory");
+    double *raw = (double *)calloc((size_t)a.iters * 2, sizeof(double)), *times = raw ? raw + a.iters : NULL;
+    if (!raw || ft_model_example_inputs(m, a.batch, a.seq, in, &n_in, &owned) != FT_OK) {
+        rc = fail("%s", raw ? ft_ctx_errmsg(ctx) : "out of host memory");
         goto done;
     }
     double first = 0, mean = 0, profiled_ms = NAN;
-    rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, times, &first, &mean);
+    rc = time_forwards(ctx, m, in, n_in, a.warmup, a.iters, a.paper, raw, &first, &mean);
     if (tty) fputs("\r\033[K", stderr);
     if (rc) goto done;
+    memcpy(times, raw, (size_t)a.iters * sizeof(double));
+    ft_cli_sort(times, a.iters);
+    double median = ft_stats_median(times, a.iters);
     ft_mem_stats ms = ft_ctx_mem_stats(ctx);
     prov pv;
     prov_fill(&pv, ctx, &a);
@@ -534,16 +602,18 @@ static int cmd_bench(int argc, char **argv) {
                "%d warmup)\n", mean, a.iters, first, a.warmup);
     else
         printf("latency ms: median %.4f  mean %.4f  min %.4f  p90 %.4f  (first call %.3f, %d iters, %d warmup)\n",
-               times[a.iters / 2], mean, times[0], times[(int)(a.iters * 0.9)], first, a.iters,
-               a.warmup);
+               median, mean, times[0], times[(int)(a.iters * 0.9)], first, a.iters, a.warmup);
     char warn[512];
-    if (!a.paper && ft_cli_noise_warning(times[a.iters / 2], times[(int)(a.iters * 0.9)], warn, sizeof warn))
+    if (!a.paper && ft_cli_noise_warning(median, times[(int)(a.iters * 0.9)], warn, sizeof warn))
         fprintf(stderr, "ftengine: warning: %s\n", warn);
     printf("memory: peak %zu B, reserved %zu B, system allocations %llu\n", ms.peak_allocated,
            ms.reserved, (unsigned long long)ms.n_sys_alloc);
     if (a.device == FT_DEVICE_CPU) /* host memory the CPU kernels keep outside the allocator */
         printf("memory: cpu scratch %zu B, eager pack cache %zu B\n", ms.cpu_scratch, ms.cpu_pack_cache);
     if (a.op_cost_us >= 0) printf("emulated framework cost: %.1f us per eager op\n", a.op_cost_us);
+    if (a.step_cost_us >= 0)
+        printf("emulated interpreter cost: %.1f us per graph-mode step (static mode does not pay it)\n",
+               a.step_cost_us);
     if (a.device == FT_DEVICE_CUDA) {
         ft_gemm_stats gs = ft_ctx_gemm_stats(ctx);
         if (gs.autotune)
@@ -578,17 +648,20 @@ static int cmd_bench(int argc, char **argv) {
         ft_cli_observer_cost(traced, plain, cost, sizeof cost);
         printf("profile: profiled pass %.4f ms per iteration, unprofiled mean %.4f ms: %s\n", traced,
                plain, cost);
-        if (a.phases) print_phases(stdout, prof, a.iters);
+        if (a.phases) {
+            print_phases(stdout, prof, a.iters);
+            print_split(stdout, prof, a.iters, mean);
+        }
         rc = write_profile(ctx, &a, prof, trace_tmp, csv_tmp);
     }
     if (!rc && a.json) {
-        bench_result br = {&pv, date, length, mean, first, profiled_ms, times, ms};
+        bench_result br = {&pv, date, length, mean, first, profiled_ms, times, raw, ms};
         rc = bench_json(&a, json_tmp, ctx, m, prof, &br);
     }
     if (!rc) rc = outfiles_commit();
 done:
     free(owned);
-    free(times);
+    free(raw);
     ft_profiler_free(prof);
     ft_model_free(m);
     ft_ctx_free(ctx);

@@ -33,8 +33,10 @@ static const cli_command cli_commands[] = {
     {"bench", "bench MODEL [options]", 1,
      "Latency of MODEL's forward on the architecture's example inputs (random ids, images, audio):\n"
      "median, mean, min and p90 of --iters forwards timed one by one (forward + device sync)."},
-    {"sweep", "sweep MODEL [options]", 1,
-     "The framework-tax curve: latency (and kernels per forward) for every mode and batch size."},
+    {"sweep", "sweep MODEL [options]  |  sweep --models LIST [options]", 1,
+     "The framework-tax curve: latency (and kernels per forward) for every mode and batch size, in\n"
+     "interleaved rounds (each round visits every point once, in a seeded shuffled order); the\n"
+     "summary gives each point's median over rounds with its confidence interval."},
     {"plan", "plan MODEL [options]", 1,
      "One graph-mode (or static) forward on the example inputs, then its plan step by step."},
     {"version", "version", 0, "The version and the features compiled in (CUDA, cuBLASLt, CUPTI, NVTX)."},
@@ -62,12 +64,19 @@ static const cli_option cli_options[] = {
     {"--seq", "S", "info bench sweep plan",
      "input length: tokens (text), image side (vision), samples (speech);\n"
      "default the architecture's: 128 tokens, 224 pixels, 32000 samples"},
-    {"--warmup", "N", "bench sweep", "untimed forwards after the first call (default 5)"},
-    {"--iters", "N", "bench sweep", "timed forwards (default 20)"},
+    {"--warmup", "N", "bench", "untimed forwards after the first call (default 5)"},
+    {"--warmup", "N", "sweep", "untimed forwards after each visit's first call (default 5)"},
+    {"--iters", "N", "bench", "timed forwards (default 20)"},
+    {"--iters", "N", "sweep", "timed forwards per point and round (default 20)"},
     {"--protocol", "paper|sync", "bench sweep",
      "sync: each forward timed alone with a device sync (default);\n"
      "paper: back to back, one sync, the mean (Fernandez et al.'s harness)"},
-    {"--overhead", NULL, "sweep", "a profiled pass per point: the framework-overhead share of wall time"},
+    {"--overhead", NULL, "sweep",
+     "a profiled pass per visit: kernel time vs dispatch/host time, the overhead share of wall time"},
+    {"--rounds", "N", "sweep", "rounds; each visits every point once, order shuffled per round (default 3)"},
+    {"--seed", "N", "sweep", "the seed of the rounds' order, recorded in every row (default 1)"},
+    {"--models", "LIST", "sweep",
+     "several models in the same rounds: comma-separated MODEL or MODEL@LENGTH (instead of MODEL)"},
     {"--hidden-states", NULL, "run", "also write hidden_states.N"},
     {"--profile", NULL, "run", "print the forward's time, memory and graph/plan costs"},
     {"--phases", NULL, "run bench", "print the profiler's overhead metrics and per-phase/per-op tables"},
@@ -78,7 +87,13 @@ static const cli_option cli_options[] = {
     {"--resume", NULL, "sweep", "keep the points already in --csv measured by this commit and device"},
     {"--json", "FILE.json", "bench sweep", "write a machine-readable summary (statistics, config, provenance)"},
     {"--threads", "N", "run bench sweep", "OpenMP threads of the CPU device (default: OpenMP's, see the header)"},
-    {"--op-cost-us", "N", "run bench sweep", "emulate a slower framework: N us of host work per eager op (default 0)"},
+    {"--op-cost-us", "N", "run bench", "emulate a slower framework: N us of host work per eager op (default 0)"},
+    {"--op-cost-us", "LIST", "sweep",
+     "emulated host cost per eager op, us; a list is one more axis of points (default none)"},
+    {"--step-cost-us", "N", "run bench",
+     "emulate a graph interpreter (TorchScript-like): N us of host work\nper graph-mode step (default 0)"},
+    {"--step-cost-us", "LIST", "sweep",
+     "emulated host cost per graph-mode step, us; a list goes side by side with --op-cost-us's"},
     {"--mem-limit", "BYTES", "run bench sweep plan", "cap the device allocator (suffix K, M or G; default none)"},
 };
 #define N_OPTIONS (int)(sizeof cli_options / sizeof cli_options[0])

@@ -11,7 +11,7 @@
  * region on an idle host: MobileBERT, ~1000 short regions per forward, took
  * 57-68 ms with 2 threads instead of 43-49 ms. 1000 spins keeps a team warm
  * across back-to-back kernels and bounds what a spinning thread can steal
- * (docs/results/2026-11-25-session9-omp-wait.md has both measurements).
+ * (docs/results/2026-11-25-tool-openmp-wait-policy.md has both measurements).
  *
  * libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, in its own
  * constructor, before any code of ours runs, and has no call to change them

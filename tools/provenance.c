@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -54,8 +55,10 @@ void prov_fill(prov *p, ft_ctx *ctx, const args *a) {
     snprintf(p->device_label, sizeof p->device_label, "%s", ctx ? ft_ctx_device_label(ctx) : "");
     if (a->device == FT_DEVICE_CPU) {
         snprintf(p->threads, sizeof p->threads, "%d", a->threads > 0 ? a->threads : omp_get_max_threads());
+        /* OpenMP's default team size is OMP_NUM_THREADS when that is set, else the cores */
+        const char *env = getenv("OMP_NUM_THREADS");
         snprintf(p->threads_source, sizeof p->threads_source, "%s",
-                 a->threads > 0 ? "--threads" : "OpenMP default");
+                 a->threads > 0 ? "--threads" : env && *env ? "OMP_NUM_THREADS" : "OpenMP default");
     }
     if (b.cuda)
         snprintf(p->cuda, sizeof p->cuda, "%d.%d", b.cuda_version / 1000, (b.cuda_version % 1000) / 10);

@@ -18,7 +18,7 @@ typedef struct prov {
     char host[160];         /* host CPU model */
     char device_label[256]; /* ft_ctx_device_label */
     char threads[16];       /* CPU threads of a CPU run; "" on CUDA */
-    char threads_source[24]; /* "--threads" or "OpenMP default"; "" on CUDA */
+    char threads_source[24]; /* "--threads", "OMP_NUM_THREADS" or "OpenMP default" (the cores); "" on CUDA */
     char cuda[16];          /* the build's CUDA runtime version ("13.0"), "" without CUDA */
 } prov;
 

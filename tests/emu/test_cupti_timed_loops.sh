@@ -62,10 +62,10 @@ check "bench (headline: no CUPTI at all)" 0 none \
     "$B/ftengine" bench tests/golden/bert --device cuda --mode static --dtype fp16 --iters 2 --warmup 1
 check "sweep without --overhead (headline curve: no CUPTI at all)" 0 none \
     "$B/ftengine" sweep tests/golden/bert --device cuda --dtype fp16 --protocol paper --iters 1 --warmup 0 \
-    --batches 1,2
+    --batches 1,2 --rounds 1
 check "sweep --overhead (one session for every profiled point)" 1 any \
     "$B/ftengine" sweep tests/golden/bert --device cuda --dtype fp16 --protocol paper --overhead --iters 1 \
-    --warmup 0 --batches 1,2
+    --warmup 0 --batches 1,2 --rounds 1
 check "framework_tax (one session for every profiled pass)" 1 any "$B/examples/framework_tax" tests/golden/bert cuda 1
 echo "RESULT: $pass passed, $fail failed, 0 skipped"
 [ $fail -eq 0 ]
