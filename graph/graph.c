@@ -488,7 +488,8 @@ typedef struct pass_def {
  * no other fusion took; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
-    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention", ft_pass_attention},
+    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention_rel", ft_pass_attention_rel},
+    {"attention", ft_pass_attention},
     {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
     {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
 };
@@ -506,7 +507,7 @@ static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
         if (len && !found)
             return ft_set_error(ctx, FT_ERR_INVALID_ARG,
                                 "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, affine, "
-                                "attention, qkv, epilogue, ln_residual, eltwise)",
+                                "attention_rel, attention, qkv, epilogue, ln_residual, eltwise)",
                                 (int)(len < 64 ? len : 64), p);
         p += len + (p[len] == ',');
     }

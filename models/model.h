@@ -200,6 +200,8 @@ extern const ft_arch ft_arch_funnel;
 extern const ft_arch ft_arch_mobilebert;
 extern const ft_arch ft_arch_resnet;
 extern const ft_arch ft_arch_wavlm;
+extern const ft_arch ft_arch_squeezebert;
+extern const ft_arch ft_arch_deberta;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);

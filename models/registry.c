@@ -11,5 +11,7 @@ const ft_arch *const ft_archs[] = {
     &ft_arch_wavlm,
     &ft_arch_funnel,
     &ft_arch_mobilebert,
+    &ft_arch_squeezebert,
+    &ft_arch_deberta,
     NULL,
 };
