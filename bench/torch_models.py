@@ -687,6 +687,10 @@ class WavLM(HFModel):
 CLASSES = {"bert": Bert, "distilbert": DistilBert, "mobilebert": MobileBert, "funnel": Funnel, "resnet": ResNet,
            "wavlm": WavLM}
 
+from torch_zoo_text_b import Deberta, SqueezeBert  # noqa: E402  (the zoo's SqueezeBERT and DeBERTa)
+
+CLASSES.update(squeezebert=SqueezeBert, deberta=Deberta)
+
 
 def build(cfg, **kw):
     """The torch model of an HF config dict (class defaults filled in)."""
