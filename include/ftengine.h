@@ -379,20 +379,6 @@ ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha);
  *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. */
 ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
                         float scale);
-/** Grouped linear, a grouped 1x1 convolution over channels-last rows: x [..., K],
- *  w [N, K/groups], bias [N] or NULL; output columns g*N/groups ... (g+1)*N/groups-1
- *  read input channels g*K/groups ... (g+1)*K/groups-1 only (SqueezeBERT's Conv1d).
- *  groups 1 is ft_linear. */
-ft_tensor *ft_linear_grouped(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int groups);
-/** Disentangled (DeBERTa) attention: with d(i, j) = clamp(i - j + span, 0, 2 span - 1),
- *  out[b,h,i] = row_scale[b,h,i] * sum_j softmax_j(q_i k_j^T * scale + c2p[b,h,i,d(i,j)]
- *  + p2c[b,h,j,d(i,j)] + mask[b,h,i,j]) v_j. q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv];
- *  c2p [B,H,Sq,2 span], p2c [B,H,Sk,2 span] (q's dtype, either may be NULL); mask f32
- *  broadcastable to [B,H,Sq,Sk] or NULL; row_scale (q's dtype) broadcastable to
- *  [B,H,Sq,1] or NULL. Graph mode makes it from the unfused ops; models need not call it. */
-ft_tensor *ft_attention_rel(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                            ft_tensor *c2p, ft_tensor *p2c, ft_tensor *row_scale, float scale,
-                            int64_t span);
 
 /* Convolutions and pooling (NCHW / NCL) */
 /** x [B, Cin, L], w [Cout, Cin/groups, K], bias [Cout] or NULL. */
@@ -806,9 +792,9 @@ ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
  *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
  *  a slower framework's bookkeeping would take. 0 turns it off. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
-
 #ifdef __cplusplus
 }
 #endif
 
+#include "ftengine_ops_ext.h" /* ops added once this file reached its size budget */
 #endif /* FTENGINE_H */
