@@ -135,6 +135,9 @@ static void passes_on(ft_device dev) {
         CHECK(count_op(m, "attention", "mask") == 2, "squeezebert: attention not fused");
         CHECK(count_op(m, "gelu", NULL) == 0 && count_op(m, "softmax", NULL) == 0, "squeezebert: unfused gelu or softmax");
         CHECK(count_square(m, g.in[0].shape[1]) == 0, "squeezebert: a [B, H, S, S] step left");
+        /* the encoder's residuals ride in the GEMM epilogues; the embeddings' last add
+         * (token types) joins their LayerNorm */
+        CHECK(count_op(m, "layernorm", "residual") == 1, "squeezebert: embedding add not fused into its LayerNorm");
     }
     ft_model_free(m);
     golden_close(&g);
