@@ -233,7 +233,7 @@ $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 # $(PYTHON), the interpreter `make report` uses (PYTHON=/usr/bin/python3 for one with matplotlib).
 PYTHON     ?= python3
 PY_TESTS := $(if $(shell command -v $(PYTHON) 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py \
-              bench/test_torch_zoo_vision_a.py)
+              bench/test_torch_zoo_vision_a.py bench/test_torch_zoo_text_b.py)
 
 test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)
@@ -339,7 +339,7 @@ $(GPU_PRE)/examples/framework_tax: examples/framework_tax.c $(GPU_PRE)/lib/libft
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/ftengine.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/ftengine.h include/ftengine_ops.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/

@@ -49,6 +49,15 @@ DEFAULTS = {
                      conv_kernel=[10, 3, 3, 3, 3, 2, 2], conv_bias=False, num_conv_pos_embeddings=128,
                      num_conv_pos_embedding_groups=16, do_stable_layer_norm=False, mask_time_prob=0.05,
                      mask_feature_prob=0.0),
+    # bench/torch_zoo_text_b.py
+    "squeezebert": dict(vocab_size=30522, hidden_size=768, embedding_size=768, num_hidden_layers=12,
+                        num_attention_heads=12, intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512,
+                        type_vocab_size=2, layer_norm_eps=1e-12, q_groups=4, k_groups=4, v_groups=4,
+                        post_attention_groups=1, intermediate_groups=4, output_groups=4),
+    "deberta": dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                    intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=0,
+                    layer_norm_eps=1e-7, relative_attention=False, max_relative_positions=-1,
+                    position_biased_input=True, pos_att_type=None, talking_head=False),
 }
 DEFAULTS["hubert"] = dict(DEFAULTS["wav2vec2"], feat_proj_layer_norm=True)
 
@@ -73,6 +82,11 @@ PRESETS = {
                                              intermediate_size=4096, feat_extract_norm="layer",
                                              do_stable_layer_norm=True, conv_bias=True)),
     "hubert-base-ls960": ("hubert", {}),
+    "squeezebert-uncased": ("squeezebert", dict(vocab_size=30528)),
+    "deberta-base": ("deberta", dict(relative_attention=True, pos_att_type="c2p|p2c", position_biased_input=False)),
+    "deberta-large": ("deberta", dict(relative_attention=True, pos_att_type="c2p|p2c", position_biased_input=False,
+                                      hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                      intermediate_size=4096)),
 }
 PRESETS["hubert-large-ll60k"] = ("hubert", PRESETS["wav2vec2-large-lv60"][1])
 

@@ -689,6 +689,10 @@ CLASSES = {"bert": Bert, "distilbert": DistilBert, "mobilebert": MobileBert, "fu
            "wavlm": WavLM}
 CLASSES.update(torch_zoo_vision_a.CLASSES)  # vit, wav2vec2, hubert
 
+from torch_zoo_text_b import Deberta, SqueezeBert  # noqa: E402  (the zoo's SqueezeBERT and DeBERTa)
+
+CLASSES.update(squeezebert=SqueezeBert, deberta=Deberta)
+
 
 def build(cfg, **kw):
     """The torch model of an HF config dict (class defaults filled in)."""

@@ -27,6 +27,7 @@ typedef struct ft_gemm_key {
                          * reads it from CUBLASLT_MATMUL_DESC_BIAS_POINTER */
     int64_t m, n, k, batch;
     int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+    int64_t stride_bias; /* CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE (batched grouped linears) */
 } ft_gemm_key;
 
 /* A cached GEMM plan: descriptors and the algorithm the heuristic chose. */

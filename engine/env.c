@@ -33,9 +33,7 @@ static const env_row rows[FT_ENV_COUNT] = {
     {"FT_STEP_HOST_COST_US", ENV_NUM, 0, 1e6, NULL, "a number of microseconds in [0, 1e6]"},
     {"FT_CPU_PACK_CACHE_MB", ENV_INT, 0, 1048576, NULL, "an integer number of MiB in [0, 1048576]"},
     {"FT_DISABLE_FUSION", ENV_FLAG, 0, 1, NULL, "0 or 1"},
-    {"FT_DISABLE_PASSES", ENV_LIST, 0, 0,
-     "fold nonorm conv_bn affine attention qkv epilogue ln_residual eltwise",
-     "a comma-separated list of pass names"},
+    {"FT_DISABLE_PASSES", ENV_LIST, 0, 0, NULL /* the graph's own list */, "a comma-separated list of pass names"},
     {"FT_DISABLE_CUDA_GRAPHS", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_GEMM_AUTOTUNE", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_DISABLE_PDL", ENV_FLAG, 0, 1, NULL, "0 or 1"},
@@ -46,6 +44,11 @@ static const env_row rows[FT_ENV_COUNT] = {
 };
 
 const char *ft_env_name(ft_env_id id) { return (unsigned)id < FT_ENV_COUNT ? rows[id].name : "?"; }
+
+/* The words a choice or list row accepts; FT_DISABLE_PASSES takes the passes graph/graph.c has. */
+static const char *row_words(const env_row *r) {
+    return r->words ? r->words : r->kind == ENV_LIST ? ft_graph_pass_names() : "";
+}
 
 /* Whether the n bytes at w are one of the space-separated words. */
 static bool is_word(const char *words, const char *w, size_t n) {
@@ -82,7 +85,7 @@ static bool parse(const env_row *r, const char *v, double *num, const char **why
         return true;
     }
     case ENV_CHOICE:
-        return is_word(r->words, v, strlen(v));
+        return is_word(row_words(r), v, strlen(v));
     case ENV_LIST:
         for (const char *p = v;;) {
             size_t len = strcspn(p, ",");
@@ -90,7 +93,7 @@ static bool parse(const env_row *r, const char *v, double *num, const char **why
                 *why = "has an empty element";
                 return false;
             }
-            if (!is_word(r->words, p, len)) return false;
+            if (!is_word(row_words(r), p, len)) return false;
             if (!p[len]) break;
             p += len + 1;
         }
@@ -106,9 +109,9 @@ ft_status ft_env_check(char *err, size_t size) {
         const char *why;
         if (!v || parse(&rows[i], v, &x, &why)) continue;
         if (err && size) {
-            if (rows[i].words)
+            if (rows[i].kind == ENV_CHOICE || rows[i].kind == ENV_LIST)
                 snprintf(err, size, "environment variable %s='%.64s' %s: must be %s (%s)", rows[i].name, v,
-                         why ? why : "is not valid", rows[i].what, rows[i].words);
+                         why ? why : "is not valid", rows[i].what, row_words(&rows[i]));
             else
                 snprintf(err, size, "environment variable %s='%.64s' %s: must be %s", rows[i].name, v,
                          why ? why : "is not valid", rows[i].what);

@@ -54,6 +54,9 @@ const char *ft_env_str(ft_env_id id);
  * again itself (FT_DISABLE_PASSES: graph/graph.c names an unknown pass). */
 const char *ft_env_raw(ft_env_id id);
 
+/* The graph passes FT_DISABLE_PASSES may name, space-separated (graph/graph.c). */
+const char *ft_graph_pass_names(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define FT_MAX_SRC 6
+#define FT_MAX_SRC 8 /* attention_rel takes 7 */
 #define FT_MAX_OP_PARAMS 64 /* bytes */
 #define FT_MAX_NAME 64
 

@@ -18,6 +18,7 @@
  */
 #include "ft_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define ALIVE(ctx) ((ctx) && (ctx)->status == FT_OK)
@@ -338,6 +339,26 @@ ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, f
     ft_tensor *s[4] = {inner_unit_or_copy(ctx, q), inner_unit_or_copy(ctx, k),
                        inner_unit_or_copy(ctx, v), mask};
     return dispatch(ctx, FT_OP_ATTENTION, s, mask ? 4 : 3, &p, sizeof p);
+}
+
+ft_tensor *ft_linear_grouped(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int groups) {
+    if (groups == 1) return ft_linear(ctx, x, w, bias);
+    ft_params_linear_grouped p = {FT_ACT_NONE, 1.0f, groups, groups};
+    ft_tensor *s[3] = {rows_or_copy(ctx, x), ft_contiguous(ctx, w), bias};
+    return dispatch(ctx, FT_OP_LINEAR_GROUPED, s, 3, &p, sizeof p);
+}
+
+ft_tensor *ft_attention_rel(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
+                            ft_tensor *c2p, ft_tensor *p2c, ft_tensor *row_scale, float scale,
+                            int64_t span) {
+    if (span < 1 || span > INT32_MAX / 2) {
+        if (ALIVE(ctx)) ft_set_error(ctx, FT_ERR_INVALID_ARG, "attention_rel: span %lld", (long long)span);
+        return NULL;
+    }
+    ft_params_attention_rel p = {scale, (int32_t)span};
+    ft_tensor *s[7] = {inner_unit_or_copy(ctx, q), inner_unit_or_copy(ctx, k), inner_unit_or_copy(ctx, v),
+                       mask, c2p, p2c, row_scale};
+    return dispatch(ctx, FT_OP_ATTENTION_REL, s, 7, &p, sizeof p);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -48,4 +48,10 @@ int64_t ft_macs_matmul(const ft_tensor *dst);
 int64_t ft_macs_attention(const ft_tensor *dst);
 int64_t ft_macs_conv(const ft_tensor *dst);
 
+/* engine/op_infer_rel.c: the grouped linear and the disentangled attention */
+int ft_infer_linear_grouped(ft_ctx *ctx, ft_tensor *dst);
+int ft_check_attention_rel(ft_ctx *ctx, const ft_tensor *dst);
+int ft_infer_attention_rel(ft_ctx *ctx, ft_tensor *dst);
+int64_t ft_macs_attention_rel(const ft_tensor *dst);
+
 #endif /* FT_OP_INFER_H */

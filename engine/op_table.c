@@ -119,6 +119,15 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
     [FT_OP_FUSED_ELTWISE] = {.name = "fused_eltwise", .min_src = 1, .max_src = FT_MAX_SRC,
                              .flags = EW, .check = ft_check_float_same,
                              .cpu = ft_cpu_fused_eltwise, .cuda = CUDA(ft_cuda_fused_eltwise)},
+
+    [FT_OP_LINEAR_GROUPED] = {.name = "linear_grouped", .min_src = 2, .max_src = 4, .flags = FT_OPF_GEMM | CAP,
+                              .check = ft_check_float_same, .infer = ft_infer_linear_grouped,
+                              .cpu = ft_cpu_linear_grouped, .cuda = CUDA(ft_cuda_linear_grouped),
+                              .macs = ft_macs_linear},
+    [FT_OP_ATTENTION_REL] = {.name = "attention_rel", .min_src = 3, .max_src = 7, .flags = CAP,
+                             .check = ft_check_attention_rel, .infer = ft_infer_attention_rel,
+                             .cpu = ft_cpu_attention_rel, .cuda = CUDA(ft_cuda_attention_rel),
+                             .macs = ft_macs_attention_rel},
 };
 
 #ifndef __cplusplus

@@ -68,6 +68,10 @@ typedef enum ft_op {
     /* graph-mode fused ops (made by passes, never by model code) */
     FT_OP_FUSED_ELTWISE, /* a chain of elementwise ops in one kernel (graph/) */
 
+    /* the zoo's text models (SqueezeBERT, DeBERTa) */
+    FT_OP_LINEAR_GROUPED, /* src: x [...,K], w [N,K/in_groups], bias?, residual?  block-diagonal linear */
+    FT_OP_ATTENTION_REL,  /* src: q, k, v, mask?, c2p?, p2c?, row_scale?  disentangled attention */
+
     FT_OP_COUNT
 } ft_op;
 
@@ -105,8 +109,30 @@ typedef struct ft_params_linear {
     float alpha;  /* act(alpha * x W^T + b + r): 1 from the op API, another scale folded in
                      by the graph (graph/pass_affine.c); finite and nonzero */
 } ft_params_linear;
+/* Grouped linear (a grouped 1x1 convolution over channels-last rows): output group j
+ * (Ng = N / groups columns) reads input group j % in_groups (Kg = K / in_groups
+ * channels, w's width): y[.., j Ng + o] = act(alpha sum_c x[.., (j % in_groups) Kg + c]
+ * w[j Ng + o, c] + b + r). The op API sets groups == in_groups; the QKV merge stacks
+ * siblings of one in_groups, so groups is a multiple of it. act and alpha lead, as in
+ * ft_params_linear, so a pass reading those two reads either op. */
+typedef struct ft_params_linear_grouped {
+    int32_t act;
+    float alpha;
+    int32_t groups, in_groups;
+} ft_params_linear_grouped;
 typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
 typedef struct ft_params_attention { float scale; } ft_params_attention;
+/* Disentangled (DeBERTa) attention, q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv]: with
+ * d(i, j) = clamp(i - j + span, 0, 2 span - 1),
+ *   s[i, j] = scale q_i.k_j + c2p[b,h,i,d(i,j)] + p2c[b,h,j,d(i,j)] + mask[b,h,i,j]
+ *   out[i] = row_scale[b,h,i] * sum_j softmax_j(s[i, :]) v_j
+ * c2p [B,H,Sq,2 span] and p2c [B,H,Sk,2 span] (model dtype, any strides) are the
+ * relative-position products computed once; the [B,H,Sq,Sk] terms are gathered in the
+ * kernel, never written. mask f32, row_scale (model dtype, [.., Sq, 1]) broadcast. */
+typedef struct ft_params_attention_rel {
+    float scale;
+    int32_t span;
+} ft_params_attention_rel;
 typedef struct ft_params_conv {
     int32_t stride, padding, groups;
     int32_t act;    /* ft_act epilogue (graph fusions) */

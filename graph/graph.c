@@ -4,6 +4,7 @@
  */
 #include "graph.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,11 +484,28 @@ typedef struct pass_def {
  * no other fusion took; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
-    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention", ft_pass_attention},
+    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention_rel", ft_pass_attention_rel},
+    {"attention", ft_pass_attention},
     {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
     {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
+
+/* The names FT_DISABLE_PASSES takes, space-separated, from the table itself (the
+ * environment table checks the variable against them: engine/env.c). */
+static char pass_names[256];
+static pthread_once_t pass_names_once = PTHREAD_ONCE_INIT;
+
+static void pass_names_build(void) {
+    size_t n = 0;
+    for (int i = 1; i < N_PASSES - 1; i++) /* not the dead-node eliminations at each end */
+        n += (size_t)snprintf(pass_names + n, sizeof pass_names - n, "%s%s", i > 1 ? " " : "", passes[i].name);
+}
+
+const char *ft_graph_pass_names(void) {
+    pthread_once(&pass_names_once, pass_names_build);
+    return pass_names;
+}
 
 /* FT_DISABLE_PASSES=name,name,...: off[i] for each pass named; an unknown name
  * is an error that lists the names. */
@@ -499,10 +517,8 @@ static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
         for (int i = 1; i < N_PASSES - 1; i++)
             if (len && strlen(passes[i].name) == len && !strncmp(p, passes[i].name, len)) off[i] = found = true;
         if (len && !found)
-            return ft_set_error(ctx, FT_ERR_INVALID_ARG,
-                                "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, affine, "
-                                "attention, qkv, epilogue, ln_residual, eltwise)",
-                                (int)(len < 64 ? len : 64), p);
+            return ft_set_error(ctx, FT_ERR_INVALID_ARG, "FT_DISABLE_PASSES: unknown pass '%.*s' (%s)",
+                                (int)(len < 64 ? len : 64), p, ft_graph_pass_names());
         p += len + (p[len] == ',');
     }
     return FT_OK;

@@ -155,7 +155,16 @@ int ft_pass_nonorm(ft_graph *g);        /* linear -> x*gamma+beta folded into th
 int ft_pass_conv_bn(ft_graph *g);       /* conv -> batchnorm folded into the conv */
 int ft_pass_affine(ft_graph *g);        /* scale / bias adds after a linear into GEMMs */
 int ft_pass_qkv(ft_graph *g);           /* sibling linears on one input merged into one GEMM */
+int ft_pass_attention_rel(ft_graph *g); /* DeBERTa's scores + gathered relative terms -> attention_rel */
 int ft_pass_attention(ft_graph *g);     /* matmul -> softmax -> matmul into one attention */
+/* pass_attention.c's pieces, shared with pass_attention_rel.c: the view under a same-dtype
+ * layout copy; a 4-d tensor with a unit inner stride; k^T (one user) rewritten as a view
+ * k of the same data; an attention-like node's output laid out [B, S, H, Dv] when a
+ * permute + contiguous copy merges its heads (1 if rewritten). */
+ft_tensor *ft_attn_under_copy(ft_tensor *t);
+bool ft_attn_inner_unit(const ft_tensor *t);
+bool ft_attn_untranspose(ft_graph *g, ft_tensor *kt);
+int ft_attn_heads_merged_in_place(ft_graph *g, ft_tensor *a);
 int ft_pass_epilogue(ft_graph *g);      /* linear + residual add, linear + activation */
 int ft_pass_ln_residual(ft_graph *g);   /* add -> layernorm into layernorm(x, residual) */
 int ft_pass_eltwise(ft_graph *g);       /* chains of elementwise ops into one kernel */

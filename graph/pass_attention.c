@@ -206,3 +206,10 @@ int ft_pass_attention(ft_graph *g) {
     g->passes.attention += n;
     return n;
 }
+
+/* ---- shared with pass_attention_rel.c (graph.h) ---- */
+
+ft_tensor *ft_attn_under_copy(ft_tensor *t) { return under_copy(t); }
+bool ft_attn_inner_unit(const ft_tensor *t) { return inner_unit(t); }
+bool ft_attn_untranspose(ft_graph *g, ft_tensor *kt) { return untranspose(g, kt); }
+int ft_attn_heads_merged_in_place(ft_graph *g, ft_tensor *a) { return heads_merged_in_place(g, a); }

@@ -1,5 +1,5 @@
 /*
- * pass_epilogue.c - GEMM epilogues: a linear or convolution followed by a
+ * pass_epilogue.c - GEMM epilogues: a linear (grouped too) or convolution followed by a
  * residual add and/or an activation becomes one kernel computing
  * act(x W^T + b + r), the contract the linear and conv kernels already
  * implement (engine/ops.h). The residual is fused first so that
@@ -14,11 +14,12 @@
 #include "graph.h"
 
 static bool is_gemm_epilogue_op(ft_op op) {
-    return op == FT_OP_LINEAR || op == FT_OP_CONV1D || op == FT_OP_CONV2D;
+    return op == FT_OP_LINEAR || op == FT_OP_LINEAR_GROUPED || op == FT_OP_CONV1D || op == FT_OP_CONV2D;
 }
 
 static int32_t *act_of(ft_tensor *n) {
     if (n->op == FT_OP_LINEAR) return &((ft_params_linear *)(void *)n->op_params)->act;
+    if (n->op == FT_OP_LINEAR_GROUPED) return &((ft_params_linear_grouped *)(void *)n->op_params)->act;
     return &((ft_params_conv *)(void *)n->op_params)->act;
 }
 

@@ -1,7 +1,10 @@
 /*
  * pass_qkv.c - Q/K/V merge: linears that read the same input with constant
  * weights of the same width K become one GEMM against their weights stacked
- * at plan time ([N1 + N2 + ..., K]), one launch instead of three.
+ * at plan time ([N1 + N2 + ..., K]), one launch instead of three. Grouped
+ * linears (SqueezeBERT) merge the same way when they read the same input groups
+ * with output groups of one width: the stacked weight's output groups simply
+ * follow each other (ft_params_linear_grouped.groups grows, in_groups stays).
  *
  * Each former linear becomes a column slice of the merged output, a view
  * whose rows are N1 + N2 + ... apart. Views the model took of it (the head
@@ -27,8 +30,8 @@ typedef struct remap {
 } remap;
 
 static bool mergeable(const ft_tensor *l) {
-    if (l->op != FT_OP_LINEAR || (l->flags & FT_GF_DEAD) || l->src[3]) return false;
-    if (FT_PARAMS(l, ft_params_linear)->act != FT_ACT_NONE) return false;
+    if ((l->op != FT_OP_LINEAR && l->op != FT_OP_LINEAR_GROUPED) || (l->flags & FT_GF_DEAD) || l->src[3]) return false;
+    if (FT_PARAMS(l, ft_params_linear)->act != FT_ACT_NONE) return false; /* act leads in both ops' params */
     const ft_tensor *w = l->src[1], *b = l->src[2];
     if (w->op != FT_OP_NONE || !w->data || w->ndim != 2 || !ft_tensor_contiguous(w)) return false;
     if (b && (b->op != FT_OP_NONE || !b->data || !ft_tensor_contiguous(b))) return false;
@@ -232,6 +235,11 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
     mm->src[1] = wm;
     mm->src[2] = bm;
     ((ft_params_linear *)(void *)mm->op_params)->alpha = ag;
+    if (mm->op == FT_OP_LINEAR_GROUPED) { /* the members' output groups side by side */
+        int32_t groups = 0;
+        for (int i = 0; i < n; i++) groups += FT_PARAMS(grp[i], ft_params_linear_grouped)->groups;
+        ((ft_params_linear_grouped *)(void *)mm->op_params)->groups = groups;
+    }
     mm->ne[nd - 1] = ntot;
     ft_tensor_set_contiguous_strides(mm);
     mm->flags &= ~(uint32_t)FT_TF_OUTPUT;
@@ -258,6 +266,14 @@ static int apply(ft_graph *g, ft_tensor **grp, int n, int nd, int64_t ntot, cons
  * and alphas (scales folded into the GEMM, graph/pass_affine.c) a power of two
  * apart. */
 static bool same_class(const ft_tensor *l, const ft_tensor *l0) {
+    if (l->op != l0->op) return false;
+    if (l->op == FT_OP_LINEAR_GROUPED) {
+        /* grouped: stacked output groups must read the same input groups and be as wide */
+        const ft_params_linear_grouped *p = FT_PARAMS(l, ft_params_linear_grouped),
+                                       *p0 = FT_PARAMS(l0, ft_params_linear_grouped);
+        if (p->in_groups != p0->in_groups || l->src[1]->ne[0] / p->groups != l0->src[1]->ne[0] / p0->groups)
+            return false;
+    }
     return l->dtype == l0->dtype && l->src[1]->ne[1] == l0->src[1]->ne[1] &&
            pow2_ratio(alpha_of(l), alpha_of(l0)) &&
            l->src[1]->dtype == l0->src[1]->dtype && !l->src[2] == !l0->src[2] &&

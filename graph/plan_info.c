@@ -34,11 +34,19 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     d[0] = '\0';
     switch (t->op) {
     case FT_OP_LINEAR:
+    case FT_OP_LINEAR_GROUPED:
     case FT_OP_CONV1D:
     case FT_OP_CONV2D: {
-        int act = t->op == FT_OP_LINEAR ? FT_PARAMS(t, ft_params_linear)->act
-                                        : FT_PARAMS(t, ft_params_conv)->act;
-        if (t->op == FT_OP_LINEAR && FT_PARAMS(t, ft_params_linear)->alpha != 1.0f) {
+        bool lin = t->op == FT_OP_LINEAR || t->op == FT_OP_LINEAR_GROUPED; /* act and alpha lead in both */
+        int act = lin ? FT_PARAMS(t, ft_params_linear)->act : FT_PARAMS(t, ft_params_conv)->act;
+        if (t->op == FT_OP_LINEAR_GROUPED) {
+            char gs[48];
+            const ft_params_linear_grouped *gp = FT_PARAMS(t, ft_params_linear_grouped);
+            if (gp->groups == gp->in_groups) snprintf(gs, sizeof gs, "groups %d", gp->groups);
+            else snprintf(gs, sizeof gs, "groups %d (%d stacked)", gp->in_groups, gp->groups / gp->in_groups);
+            part(d, n, "+", gs);
+        }
+        if (lin && FT_PARAMS(t, ft_params_linear)->alpha != 1.0f) {
             char a[32];
             snprintf(a, sizeof a, "alpha %g", (double)FT_PARAMS(t, ft_params_linear)->alpha);
             part(d, n, "+", a);
@@ -46,7 +54,7 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
         if (t->src[2]) part(d, n, "+", t->src[4] ? "bias in GEMM" : "bias");
         if (t->src[3]) part(d, n, "+", "residual");
         if (act_name(act)) part(d, n, "+", act_name(act));
-        if (t->op != FT_OP_LINEAR && (t->src[5] || FT_PARAMS(t, ft_params_conv)->act_in != FT_ACT_NONE)) {
+        if (!lin && (t->src[5] || FT_PARAMS(t, ft_params_conv)->act_in != FT_ACT_NONE)) {
             char in[48];
             const char *an = act_name(FT_PARAMS(t, ft_params_conv)->act_in);
             snprintf(in, sizeof in, "input%s%s%s", t->src[5] ? " bias" : "", an ? " " : "", an ? an : "");
@@ -60,6 +68,12 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     case FT_OP_SOFTMAX:
     case FT_OP_ATTENTION:
         if (t->src[t->op == FT_OP_SOFTMAX ? 1 : 3]) part(d, n, "+", "mask");
+        break;
+    case FT_OP_ATTENTION_REL:
+        if (t->src[3]) part(d, n, "+", "mask");
+        if (t->src[4]) part(d, n, "+", "c2p");
+        if (t->src[5]) part(d, n, "+", "p2c");
+        if (t->src[6]) part(d, n, "+", "row scale");
         break;
     case FT_OP_FUSED_ELTWISE: {
         const ft_params_fused_eltwise *p = FT_PARAMS(t, ft_params_fused_eltwise);

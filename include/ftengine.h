@@ -307,93 +307,9 @@ void ft_tensor_release(ft_ctx *ctx, ft_tensor *t);
 /* ------------------------------------------------------------------------- */
 /* Ops                                                                        */
 /* ------------------------------------------------------------------------- */
-/*
- * Every op goes through the dispatcher. Shapes follow PyTorch: dimension 0 is the
- * outermost, negative dims count from the end. Elementwise binary ops broadcast
- * like NumPy. Floating ops accept f32, f16 and bf16 and accumulate in f32; both
- * operands of a binary op must have the same dtype, except masks, which are f32.
- * An op whose inputs are NULL returns NULL (the earlier error stays recorded).
- */
-
-/* Views (no copy, no kernel) */
-ft_tensor *ft_reshape(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *shape); /* one -1 allowed; copies first if x cannot be viewed */
-ft_tensor *ft_permute(ft_ctx *ctx, ft_tensor *x, const int *perm);
-ft_tensor *ft_transpose(ft_ctx *ctx, ft_tensor *x, int dim0, int dim1);
-ft_tensor *ft_slice(ft_ctx *ctx, ft_tensor *x, int dim, int64_t start, int64_t length);
-/** Selects index `index` of `dim` and drops that dimension. */
-ft_tensor *ft_select(ft_ctx *ctx, ft_tensor *x, int dim, int64_t index);
-/** Broadcasts size-1 dims to `shape` (stride 0); ndim may add leading dims. */
-ft_tensor *ft_expand(ft_ctx *ctx, ft_tensor *x, int ndim, const int64_t *shape);
-/** Inserts a size-1 dimension at `dim`. */
-ft_tensor *ft_unsqueeze(ft_ctx *ctx, ft_tensor *x, int dim);
-
-/* Copies */
-ft_tensor *ft_contiguous(ft_ctx *ctx, ft_tensor *x); /* returns x itself if already contiguous */
-ft_tensor *ft_cast(ft_ctx *ctx, ft_tensor *x, ft_dtype dtype);
-ft_tensor *ft_concat(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, int dim);
-/** Pads dimension `dim` with `before` and `after` elements of `value`. */
-ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t after, float value);
-
-/* Gathers */
-/** Rows of `table` [V, D] picked by integer `ids` [...]: result [..., D].
- *  Ids outside [0, V) are an error. */
-ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids);
-/** out[..., i, j] = x[..., i, idx[i, j]]; idx is an integer [I, J] tensor, x is [..., I, T]. */
-ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx);
-
-/* Elementwise */
-ft_tensor *ft_add(ft_ctx *ctx, ft_tensor *a, ft_tensor *b);
-ft_tensor *ft_sub(ft_ctx *ctx, ft_tensor *a, ft_tensor *b);
-ft_tensor *ft_mul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b);
-ft_tensor *ft_div(ft_ctx *ctx, ft_tensor *a, ft_tensor *b);
-/** y = x * alpha + beta. */
-ft_tensor *ft_scale(ft_ctx *ctx, ft_tensor *x, float alpha, float beta);
-ft_tensor *ft_gelu(ft_ctx *ctx, ft_tensor *x);      /* exact: 0.5x(1+erf(x/sqrt2)) */
-ft_tensor *ft_gelu_tanh(ft_ctx *ctx, ft_tensor *x); /* "gelu_new": tanh approximation */
-ft_tensor *ft_tanh(ft_ctx *ctx, ft_tensor *x);
-ft_tensor *ft_relu(ft_ctx *ctx, ft_tensor *x);
-ft_tensor *ft_sigmoid(ft_ctx *ctx, ft_tensor *x);
-
-/* Reductions and normalisations */
-/** Sum over the last dimension, kept as size 1. */
-ft_tensor *ft_sum_last(ft_ctx *ctx, ft_tensor *x);
-/** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL. */
-ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
-/** LayerNorm over the last dim; gamma and beta ([D]) may be NULL. */
-ft_tensor *ft_layernorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *gamma, ft_tensor *beta, float eps);
-/** GroupNorm of x [B, C, ...] with `groups` groups; gamma/beta [C] may be NULL. */
-ft_tensor *ft_groupnorm(ft_ctx *ctx, ft_tensor *x, int groups, ft_tensor *gamma, ft_tensor *beta,
-                        float eps);
-/** Inference batch norm of x [B, C, ...] with running statistics ([C] each). */
-ft_tensor *ft_batchnorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *mean, ft_tensor *var,
-                        ft_tensor *gamma, ft_tensor *beta, float eps);
-/** Pools along `dim` with windows of `kernel` every `stride` (ceil mode: a partial
- *  tail window pools what it holds). kind: 0 mean, 1 max, 2 min. */
-ft_tensor *ft_pool_dim(ft_ctx *ctx, ft_tensor *x, int dim, int kind, int kernel, int stride);
-
-/* Linear algebra */
-/** y = x W^T + b: x [..., K], w [N, K], bias [N] or NULL. */
-ft_tensor *ft_linear(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias);
-/** Batched a [..., M, K] x b [..., K, N] * alpha; batch dims must match. */
-ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha);
-/** softmax(q k^T * scale + mask) v for q [B, H, Sq, D], k/v [B, H, Sk, D];
- *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. */
-ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                        float scale);
-
-/* Convolutions and pooling (NCHW / NCL) */
-/** x [B, Cin, L], w [Cout, Cin/groups, K], bias [Cout] or NULL. */
-ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
-/** x [B, Cin, H, W], w [Cout, Cin/groups, KH, KW], bias [Cout] or NULL. */
-ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
-/** Max pool over H, W of x [B, C, H, W]; padding acts as -inf. */
-ft_tensor *ft_maxpool2d(ft_ctx *ctx, ft_tensor *x, int kernel, int stride, int padding);
-/** Mean over all dims after the first two: [B, C, ...] -> [B, C, 1, ...]. */
-ft_tensor *ft_global_avgpool(ft_ctx *ctx, ft_tensor *x);
-/** Weight norm W = g * v / ||v||, the norm taken over every dim except `dim`. */
-ft_tensor *ft_weight_norm(ft_ctx *ctx, ft_tensor *g, ft_tensor *v, int dim);
+/* The op API (views, elementwise, norms, linear algebra, attention, convolution,
+ * pooling) is in ftengine_ops.h, part of this header. */
+#include "ftengine_ops.h"
 
 /* ------------------------------------------------------------------------- */
 /* Models                                                                     */

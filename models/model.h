@@ -211,6 +211,8 @@ extern const ft_arch ft_arch_wavlm;
 extern const ft_arch ft_arch_vit;
 extern const ft_arch ft_arch_wav2vec2;
 extern const ft_arch ft_arch_hubert;
+extern const ft_arch ft_arch_squeezebert;
+extern const ft_arch ft_arch_deberta;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);

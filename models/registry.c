@@ -14,5 +14,7 @@ const ft_arch *const ft_archs[] = {
     &ft_arch_vit,
     &ft_arch_wav2vec2,
     &ft_arch_hubert,
+    &ft_arch_squeezebert,
+    &ft_arch_deberta,
     NULL,
 };

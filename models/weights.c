@@ -4,7 +4,7 @@
  * A parameter is asked for by its bare HF name and expected shape. From a
  * checkpoint it is looked up as written, with each of the architecture's
  * base-model prefixes ("bert." ...), and with the legacy spellings HF renames
- * on load (LayerNorm.gamma/beta, weight_g/weight_v vs parametrizations); its
+ * on load (gamma/beta for weight/bias, weight_g/weight_v vs parametrizations); its
  * shape is checked against the config, its dtype converted to the model's,
  * and it is uploaded once. For a preset it is random-initialised instead:
  * normal(0, initializer_range) for matrices, zeros for biases, ones for norm
@@ -32,11 +32,21 @@ static bool swap_suffix(const char *name, const char *from, const char *to, char
     return true;
 }
 
-/* Spellings of one parameter name, the canonical one first. */
+/* name with its last `from` replaced by `to` into out; false if name lacks it. */
+static bool swap_last(const char *name, const char *from, const char *to, char *out, size_t size) {
+    const char *hit = NULL;
+    for (const char *p = strstr(name, from); p; p = strstr(p + 1, from)) hit = p;
+    if (!hit) return false;
+    snprintf(out, size, "%.*s%s%s", (int)(hit - name), name, to, hit + strlen(from));
+    return true;
+}
+
+/* Spellings of one parameter name, the canonical one first. HF renames every key
+ * holding "gamma" or "beta" to "weight" / "bias" on load (old LayerNorm.gamma,
+ * layernorm.beta, ...): the canonical name is also looked for with its last
+ * "weight" or "bias" spelled that way. */
 static int spellings(const char *name, char out[4][256]) {
     static const char *const renames[][2] = {
-        {"LayerNorm.weight", "LayerNorm.gamma"},
-        {"LayerNorm.bias", "LayerNorm.beta"},
         {".weight_g", ".parametrizations.weight.original0"},
         {".weight_v", ".parametrizations.weight.original1"},
         {".parametrizations.weight.original0", ".weight_g"},
@@ -44,6 +54,7 @@ static int spellings(const char *name, char out[4][256]) {
     };
     int n = 0;
     snprintf(out[n++], 256, "%s", name);
+    if (swap_last(name, "weight", "gamma", out[n], 256) || swap_last(name, "bias", "beta", out[n], 256)) n++;
     for (size_t i = 0; i < sizeof renames / sizeof renames[0] && n < 4; i++)
         if (swap_suffix(name, renames[i][0], renames[i][1], out[n], 256)) n++;
     return n;

@@ -424,6 +424,72 @@ static const op_case cases_fused_eltwise[] = {
     {"fused add+gelu+scale", b_fused, 0, 2, {IW(3, 3, 17, 129), I(1, 129)}, 0},
 };
 
+/* ---- the zoo's text models: grouped linear (SqueezeBERT), disentangled attention (DeBERTa) ---- */
+
+static ft_tensor *b_linear_grouped(ft_ctx *c, ft_tensor **in, int v) {
+    int g = (int)(in[0]->ne[in[0]->ndim - 1] / in[1]->ne[1]);
+    switch (v) {
+    case 0: return ft_linear_grouped(c, in[0], in[1], in[2], g);
+    case 1: return ft_linear_grouped(c, in[0], in[1], NULL, g);
+    case 2: /* x a row view (row stride > K) */
+        return ft_linear_grouped(c, ft_slice(c, in[0], -1, 1, in[0]->ne[in[0]->ndim - 1] - 2), in[1], in[2],
+                                 (int)((in[0]->ne[in[0]->ndim - 1] - 2) / in[1]->ne[1]));
+    default: { /* graph-made: 3: gelu + residual, alpha; 4: three members stacked by the QKV merge */
+        int stacked = v == 4;
+        ft_params_linear_grouped p = {stacked ? FT_ACT_NONE : FT_ACT_GELU, stacked ? 1.0f : 0.5f,
+                                      stacked ? 3 * g : g, g};
+        ft_tensor *s[4] = {in[0], in[1], in[2], stacked ? NULL : in[3]};
+        return ft_dispatch(c, FT_OP_LINEAR_GROUPED, s, stacked ? 3 : 4, &p, sizeof p);
+    }
+    }
+}
+static const op_case cases_linear_grouped[] = {
+    {"linear_grouped odd", b_linear_grouped, 0, 3, {I(3, 3, 17, 15), I(2, 21, 5), I(1, 21)}, 0},
+    {"linear_grouped no bias", b_linear_grouped, 1, 2, {I(2, 1, 12), I(2, 6, 2)}, 0},
+    {"linear_grouped row view", b_linear_grouped, 2, 3, {I(2, 17, 26), I(2, 32, 6), I(1, 32)}, 0},
+    {"linear_grouped squeezebert q", b_linear_grouped, 0, 3, {I(3, 1, 128, 768), I(2, 768, 192), I(1, 768)}, 0},
+    {"linear_grouped+gelu+residual alpha", b_linear_grouped, 3, 4,
+     {I(2, 17, 24), I(2, 40, 6), I(1, 40), I(2, 17, 40)}, 0},
+    {"linear_grouped stacked qkv", b_linear_grouped, 4, 3, {I(2, 17, 24), I(2, 72, 6), I(1, 72)}, 0},
+};
+
+/* in: q, k, v, mask, c2p, p2c (the row scale is q's first column: [B, H, Sq, 1]) */
+static ft_tensor *b_attention_rel(ft_ctx *c, ft_tensor **in, int v) {
+    int64_t span = in[4]->ne[3] / 2;
+    ft_tensor *rs = ft_slice(c, in[0], 3, 0, 1);
+    switch (v) {
+    case 0: return ft_attention_rel(c, in[0], in[1], in[2], in[3], in[4], in[5], rs, 0.125f, span);
+    case 1: return ft_attention_rel(c, in[0], in[1], in[2], NULL, in[4], NULL, NULL, 0.25f, span); /* c2p only */
+    case 2: return ft_attention_rel(c, in[0], in[1], in[2], in[3], NULL, in[5], rs, 0.125f, span); /* p2c only */
+    default: /* the relative products given as [B, H, 2 span, S] transposed views */
+        return ft_attention_rel(c, in[0], in[1], in[2], in[3], tr(c, in[4], 2, 3), tr(c, in[5], 2, 3), rs, 0.125f,
+                                in[4]->ne[2] / 2);
+    }
+}
+static const op_case cases_attention_rel[] = {
+    {"attention_rel odd", b_attention_rel, 0, 6,
+     {I(4, 2, 3, 17, 20), I(4, 2, 3, 17, 20), I(4, 2, 3, 17, 20), IM(4, 2, 1, 1, 17), I(4, 2, 3, 17, 34),
+      I(4, 2, 3, 17, 34)}, 0},
+    {"attention_rel clamped span", b_attention_rel, 0, 6,
+     {I(4, 1, 2, 70, 16), I(4, 1, 2, 70, 16), I(4, 1, 2, 70, 16), IM(4, 1, 1, 1, 70), I(4, 1, 2, 70, 10),
+      I(4, 1, 2, 70, 10)}, 0},
+    {"attention_rel sq != sk", b_attention_rel, 0, 6,
+     {I(4, 1, 2, 9, 8), I(4, 1, 2, 33, 8), I(4, 1, 2, 33, 3), IM(4, 1, 1, 9, 33), I(4, 1, 2, 9, 18),
+      I(4, 1, 2, 33, 18)}, 0},
+    {"attention_rel c2p only", b_attention_rel, 1, 6,
+     {I(4, 3, 1, 5, 7), I(4, 3, 1, 5, 7), I(4, 3, 1, 5, 7), IM(4, 3, 1, 1, 5), I(4, 3, 1, 5, 6),
+      I(4, 3, 1, 5, 6)}, 0},
+    {"attention_rel p2c only", b_attention_rel, 2, 6,
+     {I(4, 2, 2, 33, 32), I(4, 2, 2, 33, 32), I(4, 2, 2, 33, 32), IM(4, 2, 1, 1, 33), I(4, 2, 2, 33, 66),
+      I(4, 2, 2, 33, 66)}, 0},
+    {"attention_rel views d128", b_attention_rel, 3, 6,
+     {I(4, 1, 2, 19, 128), I(4, 1, 2, 19, 128), I(4, 1, 2, 19, 96), IM(4, 1, 1, 1, 19), I(4, 1, 2, 38, 19),
+      I(4, 1, 2, 38, 19)}, 0},
+    {"attention_rel deberta", b_attention_rel, 0, 6,
+     {I(4, 1, 12, 128, 64), I(4, 1, 12, 128, 64), I(4, 1, 12, 128, 64), IM(4, 1, 1, 1, 128),
+      I(4, 1, 12, 128, 256), I(4, 1, 12, 128, 256)}, 0},
+};
+
 /* One entry per op-table row with a kernel (view has none). */
 #define OP_TESTS(X)                          \
     X(copy, cases_copy)                      \
@@ -448,4 +514,6 @@ static const op_case cases_fused_eltwise[] = {
     X(maxpool2d, cases_maxpool2d)            \
     X(global_avgpool, cases_global_avgpool)  \
     X(weight_norm, cases_weight_norm)        \
-    X(fused_eltwise, cases_fused_eltwise)
+    X(fused_eltwise, cases_fused_eltwise)    \
+    X(linear_grouped, cases_linear_grouped)  \
+    X(attention_rel, cases_attention_rel)

@@ -42,6 +42,7 @@ attention_v1_kernel  128 41088  AT_THREADS; at1_smem_floats<4>() * 4 (static_ass
 softmax_warp_kernel  128 0      32 * SM_WARPS
 softmax_loop_kernel  128 0      32 * SM_WARPS
 ln_warp_kernel       128 0      32 * LN_WARPS
+attention_rel_kernel 128 47232  AR_THREADS; ar_smem_floats<4>() * 4 (static_assert <= 48 KiB)
 '
 # awk regex on the demangled kernel name (no spaces; '.' matches one)  reason a stack frame is accepted
 ALLOW_STACK='

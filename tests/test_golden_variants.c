@@ -3,7 +3,8 @@
  * tests/golden/variants/<case>/ (configurations the five main golden cases do
  * not cover: other Funnel layouts, MobileBERT options, ResNet basic blocks on
  * non-square images, WavLM masks and the large layout...). They are written by
- * tools/golden/make_golden.py on a machine with transformers; every case found
+ * tools/golden/make_golden.py on a machine with transformers (SqueezeBERT and
+ * DeBERTa ones also by bench/make_zoo_text_b_variants.py); every case found
  * is checked like a main golden case: on the CPU in eager, graph and static mode
  * at the fp32 tolerance, and on CUDA (skipped without a GPU) in fp32 in all three
  * modes and in fp16 at 1e-2. With no variant folder the test reports itself skipped.

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 static const char *const cases[] = {"bert", "funnel", "mobilebert", "resnet", "wavlm",
-                                    "vit", "wav2vec2", "hubert"};
+                                    "vit", "wav2vec2", "hubert", "squeezebert", "deberta"};
 
 /* Checks the plan of m's last forward; returns its length. */
 static int check_plan(const ft_model *m, const char *what, int captured) {

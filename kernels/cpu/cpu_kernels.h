@@ -74,6 +74,8 @@ FT_CPU_KERNEL(maxpool2d);
 FT_CPU_KERNEL(global_avgpool);
 FT_CPU_KERNEL(weight_norm);
 FT_CPU_KERNEL(fused_eltwise);
+FT_CPU_KERNEL(linear_grouped);  /* linear_grouped.c */
+FT_CPU_KERNEL(attention_rel);   /* attention_rel.c */
 
 #ifdef __cplusplus
 }

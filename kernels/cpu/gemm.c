@@ -484,21 +484,37 @@ static ft_cpu_packed_b *packed_new(int64_t k, int64_t n, int64_t npad) {
 }
 
 ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb) {
-    if (k <= 0 || n <= 0) return NULL;
-    int64_t npad = round_up(n, NR);
-    ft_cpu_packed_b *p = packed_new(k, n, npad);
+    return ft_cpu_pack_b_groups(1, tb, k, n, b, ldb, 0);
+}
+
+ft_cpu_packed_b *ft_cpu_pack_b_groups(int64_t groups, bool tb, int64_t k, int64_t n, const float *b,
+                                      int64_t ldb, int64_t group_stride) {
+    if (k <= 0 || n <= 0 || groups <= 0) return NULL;
+    int64_t npad = round_up(n, NR), kg;
+    if (!ft_mul_ok(k, groups, &kg)) return NULL;
+    ft_cpu_packed_b *p = packed_new(kg, n, npad);
     if (!p) return NULL;
+    p->k = k;
+    p->groups = groups;
     float *d = p->data;
-    /* depth block pc holds [kc][npad] as NR-column slivers: exactly what pack_b
-     * writes for the whole width, so the blocked loop reads it in place */
-    int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC;
-#pragma omp parallel for num_threads(ft_cpu_threads()) if (nkb * ncb > 1 && k * n > 65536 && !omp_in_parallel())
-    for (int64_t t = 0; t < nkb * ncb; t++) {
-        int64_t pc = (t / ncb) * KC, jc = (t % ncb) * NC;
+    /* depth block pc of a group holds [kc][npad] as NR-column slivers: exactly what
+     * pack_b writes for the whole width, so the blocked loop reads it in place */
+    int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC, nb = groups * nkb * ncb;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (nb > 1 && groups * k * n > 65536 && !omp_in_parallel())
+    for (int64_t t = 0; t < nb; t++) {
+        int64_t g = t / (nkb * ncb), r = t % (nkb * ncb);
+        int64_t pc = (r / ncb) * KC, jc = (r % ncb) * NC;
         int64_t kc = k - pc < KC ? k - pc : KC, nc = n - jc < NC ? n - jc : NC;
-        pack_b(tb, b, ldb, pc, jc, kc, nc, d + pc * npad + jc * kc);
+        pack_b(tb, b + g * group_stride, ldb, pc, jc, kc, nc, d + g * npad * k + pc * npad + jc * kc);
     }
     return p;
+}
+
+ft_cpu_packed_b ft_cpu_packed_b_group(const ft_cpu_packed_b *p, int64_t g) {
+    ft_cpu_packed_b v = *p;
+    v.data = p->data + g * p->npad * p->k;
+    v.groups = 1;
+    return v;
 }
 
 void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {

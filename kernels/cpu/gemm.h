@@ -60,9 +60,16 @@ typedef struct ft_cpu_packed_b {
     int mr;          /* 0: op(B) panels ([K, N], n = N); else op(A) panels of mr rows
                       * (A [M, K] row-major, n = M, npad = M rounded up to mr) */
     int64_t groups;  /* op(A) of a grouped convolution: `groups` panel sets of n rows
-                      * each, set g at data + g * npad * k (1 otherwise) */
+                      * each, set g at data + g * npad * k; op(B) of a grouped linear:
+                      * `groups` sets of n columns each, likewise (1 otherwise) */
 } ft_cpu_packed_b;
 ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
+/* `groups` op(B) panel sets of k x n each (a grouped linear's weight), set g packed
+ * from b + g * group_stride, at data + g * npad * k; NULL when out of memory. */
+ft_cpu_packed_b *ft_cpu_pack_b_groups(int64_t groups, bool tb, int64_t k, int64_t n, const float *b,
+                                      int64_t ldb, int64_t group_stride);
+/* Set g of a grouped op(B) as a packed operand of its own (shares p's data). */
+ft_cpu_packed_b ft_cpu_packed_b_group(const ft_cpu_packed_b *p, int64_t g);
 void ft_cpu_packed_b_free(ft_cpu_packed_b *p);
 /* ft_cpu_sgemm_ep with op(B) = pb (K and N from it). */
 int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t lda,
@@ -117,6 +124,9 @@ int ft_cpu_sgemm_conv(const ft_cpu_packed_b *pa, const float *a, int64_t lda, in
 /* conv.c: packs a convolution node's weight (per group) as A panels into
  * node->extra; true when it did. */
 bool ft_cpu_conv_prepack(ft_ctx *ctx, ft_tensor *node);
+/* linear_grouped.c: packs a grouped linear node's weight (per output group) as B
+ * panels into node->extra; true when it did. */
+bool ft_cpu_linear_grouped_prepack(ft_ctx *ctx, ft_tensor *node);
 
 /* `batch` independent SGEMMs, item i at a + i*stride_a, b + i*stride_b,
  * c + i*stride_c (a stride of 0 broadcasts an operand). Parallel over the

@@ -85,6 +85,13 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
         }
         return FT_OK;
     }
+    if (n->op == FT_OP_LINEAR_GROUPED) {
+        if (ft_cpu_linear_grouped_prepack(ctx, n)) {
+#pragma omp atomic
+            prepacks_made++;
+        }
+        return FT_OK;
+    }
     if (n->op != FT_OP_LINEAR || w->ndim != 2) return FT_OK;
     ft_cpu_set_threads(ctx->cpu_threads);
     ft_cpu_f32 fw = {0};
@@ -102,7 +109,8 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
 
 void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
-    if (n->op != FT_OP_LINEAR && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D) return;
+    if (n->op != FT_OP_LINEAR && n->op != FT_OP_LINEAR_GROUPED && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D)
+        return;
     ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
     n->extra = NULL;
 }

@@ -33,6 +33,7 @@ typedef struct pc_entry {
     const void *data;
     ft_dtype dtype;
     int64_t ne[2], nb[2];
+    int64_t groups; /* output groups of a grouped linear's weight (1: a plain linear) */
     ft_cpu_packed_b *p;
     size_t bytes;
     uint64_t used; /* LRU clock */
@@ -74,13 +75,17 @@ static void evict(struct ft_cpu_pack_cache *c, size_t more) {
     }
 }
 
-static bool key_matches(const pc_entry *e, const ft_tensor *w) {
-    return e->block == w->block && e->version == w->block->version && e->data == w->data && e->dtype == w->dtype && e->ne[0] == w->ne[0] &&
+static bool key_matches(const pc_entry *e, const ft_tensor *w, int64_t groups) {
+    return e->groups == groups && e->block == w->block && e->version == w->block->version && e->data == w->data && e->dtype == w->dtype && e->ne[0] == w->ne[0] &&
            e->ne[1] == w->ne[1] && e->nb[0] == w->nb[0] && e->nb[1] == w->nb[1];
 }
 
 const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w) {
-    if (!w || !w->data || !(w->flags & FT_TF_WEIGHT) || !w->block ||
+    return ft_cpu_pack_cache_linear_groups(ctx, w, 1);
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_linear_groups(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
+    if (groups < 1 || !w || !w->data || !(w->flags & FT_TF_WEIGHT) || !w->block ||
         w->block->version == 0 || (w->flags & FT_TF_RELEASED) || w->ndim != 2 ||
         !ft_dtype_is_float(w->dtype) || w->device != FT_DEVICE_CPU)
         return NULL;
@@ -89,7 +94,7 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     int stale = -1;
     for (int i = 0; i < c->n; i++) {
         if (c->e[i].w != w) continue;
-        if (key_matches(&c->e[i], w)) {
+        if (key_matches(&c->e[i], w, groups)) {
             c->e[i].used = ++c->clock;
             __atomic_fetch_add(&n_hits, 1, __ATOMIC_RELAXED);
             return c->e[i].p;
@@ -98,9 +103,9 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     }
     if (stale >= 0) drop_at(c, stale);
     __atomic_fetch_add(&n_misses, 1, __ATOMIC_RELAXED);
-    int64_t n = w->ne[0], k = w->ne[1];
-    if (n <= 0 || k <= 0) return NULL;
-    size_t bytes = (size_t)((n + 15) / 16 * 16) * (size_t)k * sizeof(float);
+    int64_t n = w->ne[0] / groups, k = w->ne[1];
+    if (n <= 0 || k <= 0 || w->ne[0] % groups) return NULL;
+    size_t bytes = (size_t)groups * (size_t)((n + 15) / 16 * 16) * (size_t)k * sizeof(float);
     /* full: this weight is packed per call. No eviction: a forward walks its weights
      * in the same cycle every time, and least-recently-used would drop each one
      * just before it is needed again, paying a pack and an allocation per call */
@@ -118,16 +123,16 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     ft_cpu_f32 fw = {0};
     ft_cpu_packed_b *p = NULL;
     if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) == 0) {
-        /* W [N, K] is op(B) = W^T */
-        p = ft_cpu_pack_b(true, k, n, fw.p, k);
+        /* W [N, K] is op(B) = W^T; a grouped weight's row block g is group g's */
+        p = ft_cpu_pack_b_groups(groups, true, k, n, fw.p, k, n * k);
         ft_cpu_f32_release(&fw);
     }
     ft_cpu_scratch_swap(sc);
     if (!p) return NULL;
     p->src = w->data;
     pc_entry *e = &c->e[c->n++];
-    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, {w->ne[0], w->ne[1]}, {w->nb[0], w->nb[1]}, p,
-                    (size_t)(p->npad * p->k) * sizeof(float), ++c->clock};
+    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, {w->ne[0], w->ne[1]}, {w->nb[0], w->nb[1]},
+                    groups, p, (size_t)(groups * p->npad * p->k) * sizeof(float), ++c->clock};
     c->bytes += e->bytes;
     return p;
 }

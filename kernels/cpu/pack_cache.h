@@ -16,6 +16,9 @@ extern "C" {
  * full of nothing evictable, or memory ran out: the caller then packs per call.
  * Valid until the next call on ctx. */
 const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w);
+/* The same for a grouped linear's weight w [N, Kg]: `groups` panel sets, set g the
+ * W^T of rows g N/groups ... (ft_cpu_packed_b_group picks one). */
+const ft_cpu_packed_b *ft_cpu_pack_cache_linear_groups(ft_ctx *ctx, const ft_tensor *w, int64_t groups);
 /* Test hooks: the cap in bytes (evicts down to it; 0 turns the cache off), and
  * process-wide lookup counts. */
 void ft_cpu_pack_cache_set_limit(ft_ctx *ctx, size_t bytes);

@@ -38,6 +38,8 @@ FT_CUDA_KERNEL(maxpool2d);
 FT_CUDA_KERNEL(global_avgpool);
 FT_CUDA_KERNEL(weight_norm);
 FT_CUDA_KERNEL(fused_eltwise);
+FT_CUDA_KERNEL(linear_grouped); /* linear_grouped.cu */
+FT_CUDA_KERNEL(attention_rel);  /* attention_rel.cu */
 
 #ifdef __cplusplus
 }

@@ -39,17 +39,17 @@ __device__ __forceinline__ float ft_act_apply(int act, float x) {
     }
 }
 
-/* c[b, r, j] = act(c[b, r, j] + bias[j]) over `batch` matrices [m, n] */
+/* c[b, r, j] = act(c[b, r, j] + bias[b * stride_bias + j]) over `batch` matrices [m, n] */
 template <typename T>
 __global__ void ft_gemm_post_kernel(T *c, const T *bias, int act, int64_t m, int64_t n, int64_t ldc,
-                                    int64_t stride_c, int64_t total) {
+                                    int64_t stride_c, int64_t stride_bias, int64_t total) {
     FT_KERNEL_PROLOGUE();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t j = i % n, r = (i / n) % m, b = i / (n * m);
         T *p = c + b * stride_c + r * ldc + j;
         float v = ft_ld(p);
-        if (bias) v += ft_ld(bias + j);
+        if (bias) v += ft_ld(bias + b * stride_bias + j);
         ft_st(p, ft_act_apply(act, v));
     }
 }
@@ -107,7 +107,7 @@ struct post_run {
         int64_t total = g->batch * g->m * g->n;
         if (total == 0) return FT_OK;
         FT_LAUNCH(ctx, ft_cuda_blocks(total, 256), 256, 0, ft_cuda_stream(ctx), ft_gemm_post_kernel<T>)(
-            (T *)g->c, (const T *)bias, act, g->m, g->n, g->ldc, g->stride_c, total);
+            (T *)g->c, (const T *)bias, act, g->m, g->n, g->ldc, g->stride_c, bias ? g->stride_bias : 0, total);
         FT_CUDA_LAUNCH_CHECK(ctx, "GEMM epilogue");
         return FT_OK;
     }
@@ -199,6 +199,9 @@ static ft_status plan_build(ft_ctx *ctx, ft_cuda_state *s, const ft_gemm_key *k,
     if (bias && epi != CUBLASLT_EPILOGUE_DEFAULT)
         LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                    sizeof bias));
+    if (bias && epi != CUBLASLT_EPILOGUE_DEFAULT && k->stride_bias)
+        LT_TRY(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                                   &k->stride_bias, sizeof k->stride_bias));
 
     /* column-major views: our B^T is [N, K] (or stored [K, N] and transposed) */
     ft_status st;
@@ -264,7 +267,7 @@ static ft_gemm_tune_call tune_call(const ft_gemm_desc *g, float alpha, float bet
     c.bytes_a = extent(g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch, g->stride_b, es);
     c.bytes_b = extent(g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch, g->stride_a, es);
     c.bytes_c = extent(g->m, g->n, g->ldc, g->batch, g->stride_c, es);
-    c.bytes_bias = g->bias ? (size_t)g->n * es : 0;
+    c.bytes_bias = g->bias ? (size_t)(g->n + (g->batch > 1 ? (g->batch - 1) * g->stride_bias : 0)) * es : 0;
     c.alpha = alpha;
     c.beta = beta;
     return c;
@@ -401,6 +404,7 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
         k.stride_a = g->stride_a;
         k.stride_b = g->stride_b;
         k.stride_c = g->stride_c;
+        k.stride_bias = g->bias ? g->stride_bias : 0;
     }
 
     float alpha = g->alpha, beta = g->residual ? 1.0f : 0.0f;

@@ -20,7 +20,8 @@ extern "C" {
  *   C[M,N] = act(alpha * op(A)[M,K] * op(B)[K,N] + bias[N] + residual[M,N])
  * op(X) = X^T when trans; lda/ldb/ldc are row strides (elements) of the stored
  * matrices; stride_* are batch strides (0 = broadcast). bias and residual may be
- * NULL; residual has leading dimension ldc and batch stride stride_c.
+ * NULL; residual has leading dimension ldc and batch stride stride_c; item i's bias
+ * starts at bias + i * stride_bias.
  * All of A, B, C, bias, residual share `dtype`. */
 typedef struct ft_gemm_desc {
     ft_dtype dtype;
@@ -29,7 +30,7 @@ typedef struct ft_gemm_desc {
     const void *a; int64_t lda, stride_a;
     const void *b; int64_t ldb, stride_b;
     void *c; int64_t ldc, stride_c;
-    const void *bias;
+    const void *bias; int64_t stride_bias; /* bias batch stride (0: one bias for every item) */
     const void *residual;
     float alpha;
     int act; /* ft_act */

@@ -173,6 +173,36 @@ CASES.update({
         lambda g, c: audio_inputs(g, [26000, 17000])),
 })
 
+# SqueezeBERT and DeBERTa (v1): the configurations of bench/make_zoo_text_b_variants.py
+# (other group counts, spans shorter than the sequence, one relative term with absolute
+# positions, token types and embed_proj, talking heads), here by HF itself
+ZOO_SQ = dict(vocab_size=64, hidden_size=48, embedding_size=48, num_attention_heads=4, intermediate_size=96,
+              max_position_embeddings=32, initializer_range=0.1)
+ZOO_DB = dict(vocab_size=64, hidden_size=32, num_attention_heads=4, intermediate_size=64,
+              max_position_embeddings=24, type_vocab_size=0, initializer_range=0.1)
+CASES.update({
+    "hf-squeezebert-groups-2-4-3-2-4-6": (
+        "SqueezeBertModel", "SqueezeBertConfig",
+        dict(ZOO_SQ, num_hidden_layers=2, q_groups=2, k_groups=4, v_groups=3, post_attention_groups=2,
+             intermediate_groups=4, output_groups=6, layer_norm_eps=1e-5),
+        lambda g, c: text_inputs(g, 3, 13, c.vocab_size)),
+    "hf-deberta-span4-b3": (
+        "DebertaModel", "DebertaConfig",
+        dict(ZOO_DB, num_hidden_layers=2, relative_attention=True, max_relative_positions=4,
+             pos_att_type="c2p|p2c", position_biased_input=False),
+        lambda g, c: text_inputs(g, 3, 11, c.vocab_size, types=0)),
+    "hf-deberta-p2c-positions-types-proj": (
+        "DebertaModel", "DebertaConfig",
+        dict(ZOO_DB, num_hidden_layers=1, embedding_size=24, type_vocab_size=2, relative_attention=True,
+             pos_att_type="p2c", max_relative_positions=3, position_biased_input=True),
+        lambda g, c: text_inputs(g, 2, 9, c.vocab_size, types=2)),
+    "hf-deberta-c2p-talking-heads": (
+        "DebertaModel", "DebertaConfig",
+        dict(ZOO_DB, num_hidden_layers=1, relative_attention=True, pos_att_type="c2p", talking_head=True,
+             position_biased_input=False),
+        lambda g, c: text_inputs(g, 2, 7, c.vocab_size, types=0)),
+})
+
 
 def write_case(outdir, name, spec):
     model_cls, cfg_cls, kw, make_inputs = spec
