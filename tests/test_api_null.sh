@@ -23,7 +23,8 @@ fi
 
 OPTIONAL="ft_ctx_create_ex:opt ft_model_load:opt ft_profiler_create:opt ft_softmax:mask ft_layernorm:gamma
 ft_layernorm:beta ft_groupnorm:gamma ft_groupnorm:beta ft_batchnorm:gamma ft_batchnorm:beta ft_linear:bias
-ft_attention:mask ft_conv1d:bias ft_conv2d:bias ft_model_example_inputs:owned ft_tensor_describe:t"
+ft_attention:mask ft_conv1d:bias ft_conv2d:bias ft_model_example_inputs:owned ft_tensor_describe:t
+ft_linear_grouped:bias ft_attention_rel:mask ft_attention_rel:c2p ft_attention_rel:p2c ft_attention_rel:row_scale"
 
 # one line per function: "ret|name|type name|type name..." (brace bodies and typedefs dropped)
 $CC -E -P -Iinclude include/ftengine.h >"$tmp/h.i" 2>"$tmp/cc.log" || { cat "$tmp/cc.log"; echo "FAIL preprocess"; fail=1; finish; }

@@ -424,12 +424,12 @@ static void test_links_written_through(void) {
     snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p res && rm -f res/real.csv s.link && touch res/real.csv && "
                               "ln -s res/real.csv s.link", tmpdir);
     CHECK(system(cmd) == 0, "setup");
-    const char *const args[] = {"sweep", "bert-tiny", "--modes", "eager", "--batches", "1,2", FAST, "--csv", "s.link",
-                                NULL};
+    const char *const args[] = {"sweep", "bert-tiny", "--modes", "eager", "--batches", "1,2", FAST, "--rounds", "1",
+                                "--csv", "s.link", NULL};
     result r = run(args, NULL);
     CHECK(r.code == 0, "sweep --csv LINK: exit %d: %s", r.code, r.err);
-    const char *const res[] = {"sweep", "bert-tiny", "--modes", "eager", "--batches", "1,2,3", FAST, "--csv", "s.link",
-                               "--resume", NULL};
+    const char *const res[] = {"sweep", "bert-tiny", "--modes", "eager", "--batches", "1,2,3", FAST, "--rounds", "1",
+                               "--csv", "s.link", "--resume", NULL};
     r = run(res, NULL);
     CHECK(r.code == 0 && strstr(r.out, "resumed: 2 of 3"), "sweep --csv LINK --resume: exit %d: %s%s", r.code, r.out,
           r.err);
