@@ -283,7 +283,7 @@ $(BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/ftengine.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/ftengine.h include/ftengine_vision.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/

@@ -119,6 +119,22 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
     [FT_OP_FUSED_ELTWISE] = {.name = "fused_eltwise", .min_src = 1, .max_src = FT_MAX_SRC,
                              .flags = EW, .check = ft_check_float_same,
                              .cpu = ft_cpu_fused_eltwise, .cuda = CUDA(ft_cuda_fused_eltwise)},
+
+    [FT_OP_RELU6] = {.name = "relu6", .min_src = 1, .max_src = 1, .flags = EW,
+                     .check = ft_check_float_src0, .infer = ft_infer_same,
+                     .cpu = ft_cpu_unary, .cuda = CUDA(ft_cuda_unary)},
+    [FT_OP_SILU] = {.name = "silu", .min_src = 1, .max_src = 1, .flags = EW,
+                    .check = ft_check_float_src0, .infer = ft_infer_same,
+                    .cpu = ft_cpu_unary, .cuda = CUDA(ft_cuda_unary)},
+    [FT_OP_DWCONV2D] = {.name = "dwconv2d", .min_src = 2, .max_src = 6, .flags = CAP,
+                        .check = ft_check_conv, .infer = ft_infer_dwconv,
+                        .cpu = ft_cpu_dwconv2d, .cuda = CUDA(ft_cuda_dwconv2d), .macs = ft_macs_conv},
+    [FT_OP_CHANNEL_NORM] = {.name = "channel_norm", .min_src = 1, .max_src = 3, .flags = CAP,
+                            .check = ft_check_float_same, .infer = ft_infer_channel_norm,
+                            .cpu = ft_cpu_channel_norm, .cuda = CUDA(ft_cuda_channel_norm)},
+    [FT_OP_SE_GATE] = {.name = "se_gate", .min_src = 5, .max_src = 5, .flags = CAP,
+                       .check = ft_check_se_gate, .infer = ft_infer_se_gate,
+                       .cpu = ft_cpu_se_gate, .cuda = CUDA(ft_cuda_se_gate), .macs = ft_macs_se_gate},
 };
 
 #ifndef __cplusplus

@@ -488,9 +488,10 @@ typedef struct pass_def {
  * no other fusion took; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
-    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention", ft_pass_attention},
-    {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
-    {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
+    {"conv_bn", ft_pass_conv_bn},   {"se", ft_pass_se},             {"layer_scale", ft_pass_layer_scale},
+    {"affine", ft_pass_affine},     {"attention", ft_pass_attention}, {"qkv", ft_pass_qkv},
+    {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual}, {"eltwise", ft_pass_eltwise},
+    {"dce", ft_pass_dce},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 
@@ -505,8 +506,8 @@ static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
             if (len && strlen(passes[i].name) == len && !strncmp(p, passes[i].name, len)) off[i] = found = true;
         if (len && !found)
             return ft_set_error(ctx, FT_ERR_INVALID_ARG,
-                                "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, affine, "
-                                "attention, qkv, epilogue, ln_residual, eltwise)",
+                                "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, se, "
+                                "layer_scale, affine, attention, qkv, epilogue, ln_residual, eltwise)",
                                 (int)(len < 64 ? len : 64), p);
         p += len + (p[len] == ',');
     }

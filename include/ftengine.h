@@ -792,7 +792,7 @@ ft_status ft_profiler_write_csv(const ft_profiler *p, const char *path);
  *  creation): `us` microseconds of busy waiting in every eager op's SELECT phase, as
  *  a slower framework's bookkeeping would take. 0 turns it off. */
 ft_status ft_ctx_set_op_host_cost(ft_ctx *ctx, double us);
-
+#include "ftengine_vision.h" /* the ops of the efficient vision models (ReLU6, SiLU, depthwise, SE) */
 #ifdef __cplusplus
 }
 #endif

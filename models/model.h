@@ -165,7 +165,8 @@ typedef enum ft_act_kind {
     FT_ACTK_SIGMOID,    /* "sigmoid" */
     FT_ACTK_SILU,       /* "silu", "swish": x * sigmoid(x) */
     FT_ACTK_QUICK_GELU, /* "quick_gelu": x * sigmoid(1.702 x) */
-    FT_ACTK_LINEAR      /* "linear": identity */
+    FT_ACTK_LINEAR,     /* "linear": identity */
+    FT_ACTK_RELU6       /* "relu6": min(max(x, 0), 6) */
 } ft_act_kind;
 /* Reads config key `key` (default `def` when absent) into *out; an unknown name is a
  * config error listing the supported ones. */
