@@ -279,7 +279,7 @@ $(KBENCH): bench/kernels/kernel_bench.c $(LIB_A)
 kernel-bench: $(KBENCH)
 	$(KBENCH)
 	-@python3 bench/kernels/torch_kernels.py
-$(BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+$(BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h tests/cuda_ops_cases_vision.h
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

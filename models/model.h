@@ -201,6 +201,9 @@ extern const ft_arch ft_arch_funnel;
 extern const ft_arch ft_arch_mobilebert;
 extern const ft_arch ft_arch_resnet;
 extern const ft_arch ft_arch_wavlm;
+extern const ft_arch ft_arch_mobilenet_v2;
+extern const ft_arch ft_arch_efficientnet;
+extern const ft_arch ft_arch_convnext;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);

@@ -62,7 +62,7 @@ $(EMU_LIB): $(EMU_OBJS)
 $(EMU_BUILD)/tests/%: tests/%.c tests/ft_test.h $(EMU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(EMU_CPPFLAGS) -Itests $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
-$(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+$(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h tests/cuda_ops_cases_vision.h
 $(EMU_OPS_AGAIN): $(EMU_BUILD)/tests/test_cuda_ops
 	cp $< $@
 $(EMU_GOLDEN_AGAIN): $(EMU_BUILD)/tests/test_graph_golden
