@@ -155,7 +155,7 @@ static ft_status cnx_validate(ft_model *m) {
             if (n < 2)
                 return ft_set_error(m->ctx, FT_ERR_SHAPE,
                                     "input 'pixel_values' is %lld x %lld pixels: too small for ConvNextModel (stage "
-                                    "%d's 2x2 downsampling sees %lld pixels)",
+                                    "%d's 2x2 downsampling sees a map of %lld)",
                                     (long long)px->shape[2], (long long)px->shape[3], s, (long long)n);
             n /= 2;
         }

@@ -250,7 +250,7 @@ static ft_status eff_validate(ft_model *m) {
             if (padded < B->k)
                 return ft_set_error(m->ctx, FT_ERR_SHAPE,
                                     "input 'pixel_values' is %lld x %lld pixels: too small for EfficientNetModel "
-                                    "(block %d's %dx%d depthwise convolution sees %lld pixels)",
+                                    "(block %d's %dx%d depthwise convolution sees a map of %lld)",
                                     (long long)px->shape[2], (long long)px->shape[3], b, B->k, B->k, (long long)n);
             n = (padded - B->k) / B->stride + 1;
         }

@@ -26,7 +26,7 @@ EMU_LIB  := $(EMU_BUILD)/libftengine_emu.a
 EMU_LIBS := -lm -lpthread -lstdc++ $(if $(HAVE_NVTX),-ldl)
 
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
-EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_funnel_factorized \
+EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_funnel_factorized test_zoo_vision_b \
              test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph \
              test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach
 # the op test again (tests/run_tests.sh sets the switches from the name):
