@@ -39,6 +39,18 @@ DEFAULTS = {
                   conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
                   conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, num_buckets=320,
                   max_bucket_distance=800, do_stable_layer_norm=False),
+    # bench/torch_zoo_vision_b.py
+    "mobilenet_v2": dict(num_channels=3, image_size=224, depth_multiplier=1.0, depth_divisible_by=8, min_depth=8,
+                         expand_ratio=6.0, output_stride=32, first_layer_is_expansion=True, finegrained_output=True,
+                         hidden_act="relu6", tf_padding=True, layer_norm_eps=0.001),
+    "efficientnet": dict(num_channels=3, image_size=600, width_coefficient=2.0, depth_coefficient=3.1, depth_divisor=8,
+                         kernel_sizes=[3, 3, 5, 3, 5, 5, 3], in_channels=[32, 16, 24, 40, 80, 112, 192],
+                         out_channels=[16, 24, 40, 80, 112, 192, 320], depthwise_padding=[],
+                         strides=[1, 2, 2, 2, 1, 2, 1], num_block_repeats=[1, 2, 2, 3, 3, 4, 1],
+                         expand_ratios=[1, 6, 6, 6, 6, 6, 6], squeeze_expansion_ratio=0.25, hidden_act="swish",
+                         hidden_dim=2560, pooling_type="mean", batch_norm_eps=1e-3),
+    "convnext": dict(num_channels=3, patch_size=4, num_stages=4, hidden_sizes=[96, 192, 384, 768], depths=[3, 3, 9, 3],
+                     hidden_act="gelu", layer_norm_eps=1e-12, layer_scale_init_value=1e-6, image_size=224),
 }
 
 # ftengine's presets (models/*.c): model_type + the keys each sets over the class defaults
@@ -55,6 +67,10 @@ PRESETS = {
     "resnet-50": ("resnet", {}),
     "resnet-101": ("resnet", dict(depths=[3, 4, 23, 3])),
     "wavlm-base": ("wavlm", {}),
+    "mobilenet_v2_1.0_224": ("mobilenet_v2", {}),
+    "efficientnet-b0": ("efficientnet", dict(width_coefficient=1.0, depth_coefficient=1.0, image_size=224,
+                                             hidden_dim=1280)),
+    "convnext-tiny-224": ("convnext", {}),
 }
 
 

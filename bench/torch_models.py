@@ -686,6 +686,10 @@ class WavLM(HFModel):
 
 CLASSES = {"bert": Bert, "distilbert": DistilBert, "mobilebert": MobileBert, "funnel": Funnel, "resnet": ResNet,
            "wavlm": WavLM}
+# MobileNetV2, EfficientNet, ConvNeXt (bench/torch_zoo_vision_b.py)
+from torch_zoo_vision_b import CLASSES as _VISION_B  # noqa: E402
+
+CLASSES.update(_VISION_B)
 
 
 def build(cfg, **kw):
