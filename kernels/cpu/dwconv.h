@@ -15,7 +15,8 @@
 /* the largest filter the plane routine takes (15 x 15) */
 #define FT_CPU_DW_MAX_TAPS 225
 
-/* the geometry shared by every plane of a call */
+/* the geometry shared by every plane of a call: the first block is the caller's,
+ * the rest ft_cpu_dw_prepare derives from it (once per call, not per plane) */
 typedef struct ft_cpu_dw_geom {
     int64_t h, w;     /* input plane */
     int64_t kh, kw;   /* filter */
@@ -23,6 +24,11 @@ typedef struct ft_cpu_dw_geom {
     int64_t stride, dil;
     int64_t pt, pl;   /* zero padding before the first row / column (the bottom and right
                          padding follow from oh, ow) */
+    /* derived */
+    int64_t hq, wq;   /* rows and columns of each phase buffer */
+    int64_t rb;       /* output rows per accumulator block */
+    int64_t j0[16], j1[16]; /* per column phase: its columns [j0, j1) that lie inside x (stride <= 16) */
+    int64_t toff[FT_CPU_DW_MAX_TAPS]; /* per tap: its offset in the phase buffers */
 } ft_cpu_dw_geom;
 
 /* one plane: where its input, filter, epilogue operands and output are */
@@ -41,7 +47,10 @@ typedef struct ft_cpu_dw_io {
     int64_t y_off;
 } ft_cpu_dw_io;
 
-/* floats of the buffer ft_cpu_dw_plane needs for geometry g */
+/* Fills g's derived fields; false when the geometry is out of the routine's range
+ * (more than FT_CPU_DW_MAX_TAPS taps, a stride over 16). */
+bool ft_cpu_dw_prepare(ft_cpu_dw_geom *g);
+/* floats of the buffer ft_cpu_dw_plane needs for a prepared geometry g */
 int64_t ft_cpu_dw_plane_floats(const ft_cpu_dw_geom *g);
 /* y = act(dwconv(act_in(x + bin)) + bias + res) for one plane; buf holds
  * ft_cpu_dw_plane_floats(g) floats */
