@@ -274,8 +274,9 @@ FT_CPU_KERNEL_DEF(dwconv2d) {
     const size_t need = (size_t)ft_cpu_dw_plane_floats(&g) * sizeof(float);
     ft_cpu_scratch *sc = ft_cpu_scratch_cur();
     int failed = 0;
-    /* below ~32k multiply-adds the fork costs more than it saves */
-    bool par = planes > 1 && planes * plane_out * taps >= 32768 && ft_cpu_threads() > 1;
+    /* below the GEMM's bar (64^3 multiply-adds, tens of microseconds) waking the team costs
+     * more than it saves: with the tool's short OpenMP spin the workers sleep between kernels */
+    bool par = planes > 1 && planes * plane_out * taps >= 64 * 64 * 64 && ft_cpu_threads() > 1;
 #pragma omp parallel num_threads(ft_cpu_threads()) if (par) reduction(| : failed)
     {
         ft_cpu_buf b;
