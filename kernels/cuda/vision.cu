@@ -122,9 +122,11 @@ ft_k_se_scale(T *__restrict__ y, const T *__restrict__ x, const float *__restric
         gate[threadIdx.x] = ft_sigmoid(a);
     }
     __syncthreads();
-    const int64_t base = (b * c + c0) * pos, n = nc * pos;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-        ft_st(y + base + j, ft_ld(x + base + j) * gate[j / pos]);
+    for (int64_t cc = 0; cc < nc; cc++) { /* plane by plane: no 64-bit division per element */
+        const int64_t base = (b * c + c0 + cc) * pos;
+        const float g = gate[cc];
+        for (int64_t j = threadIdx.x; j < pos; j += blockDim.x) ft_st(y + base + j, ft_ld(x + base + j) * g);
+    }
 }
 
 struct ft_se_gate_fn {
