@@ -196,16 +196,28 @@ static inline __attribute__((always_inline)) void dw_fill(const ft_cpu_dw_geom *
         }
 }
 
-/* y[j] = act(acc[j] + bias (+ res[j])) for one output row, straight into an f32 output */
-#define DW_EPI(ACT)                                                                         \
-    do {                                                                                    \
-        if (rr) {                                                                           \
-            _Pragma("omp simd") for (int64_t j = 0; j < ow; j++) y[j] = ACT(ar[j] + rr[j] + bias); \
-        } else {                                                                            \
-            _Pragma("omp simd") for (int64_t j = 0; j < ow; j++) y[j] = ACT(ar[j] + bias);  \
-        }                                                                                   \
+/* y[j] = act(a[j] + bias (+ res[j])) for j < n, f32, for the activations fused here */
+#define DW_EPI_LOOP(ACT)                                                                        \
+    do {                                                                                        \
+        if (res) {                                                                              \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = ACT(a[j] + res[j] + bias); \
+        } else {                                                                                \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = ACT(a[j] + bias);        \
+        }                                                                                       \
     } while (0)
 #define DW_ID(v) (v)
+
+static inline __attribute__((always_inline)) bool dw_epi_inline(int act) {
+    return act == FT_ACT_NONE || act == FT_ACT_RELU6 || act == FT_ACT_SILU || act == FT_ACT_RELU;
+}
+
+static inline __attribute__((always_inline)) void dw_epi_f32(int act, const float *a, const float *res, float bias,
+                                                             float *y, int64_t n) {
+    if (act == FT_ACT_RELU6) DW_EPI_LOOP(ft_vrelu6f);
+    else if (act == FT_ACT_SILU) DW_EPI_LOOP(ft_vsiluf);
+    else if (act == FT_ACT_RELU) DW_EPI_LOOP(ft_vreluf);
+    else DW_EPI_LOOP(DW_ID);
+}
 
 DW_CLONES
 void ft_cpu_dw_plane(const ft_cpu_dw_geom *g, const ft_cpu_dw_io *io, float *buf) {
@@ -219,16 +231,23 @@ void ft_cpu_dw_plane(const ft_cpu_dw_geom *g, const ft_cpu_dw_io *io, float *buf
     for (int64_t r0 = 0; r0 < oh; r0 += rb) {
         int64_t rows = oh - r0 < rb ? oh - r0 : rb;
         dw_accumulate(buf + r0 * wq, g->toff, io->w, ntaps, rows * wq, acc);
+        if (f32 && !io->res && dw_epi_inline(act)) {
+            /* the epilogue over the whole block in full vectors (the columns past ow and the
+             * slack included: no scalar tail per short row), then the rows out */
+            dw_epi_f32(act, acc, NULL, bias, acc, (rows * wq + 15) / 16 * 16);
+            for (int64_t r = 0; r < rows; r++) {
+                float *y = (float *)io->y + io->y_off + (r0 + r) * ow;
+                const float *src = acc + r * wq;
+                for (int64_t j = 0; j < ow; j++) y[j] = src[j];
+            }
+            continue;
+        }
         for (int64_t r = 0; r < rows; r++) {
             float *ar = acc + r * wq;
             const float *rr = io->res ? io->res + (r0 + r) * ow : NULL;
             int64_t o = io->y_off + (r0 + r) * ow;
-            if (f32 && (act == FT_ACT_NONE || act == FT_ACT_RELU6 || act == FT_ACT_SILU || act == FT_ACT_RELU)) {
-                float *y = (float *)io->y + o;
-                if (act == FT_ACT_RELU6) DW_EPI(ft_vrelu6f);
-                else if (act == FT_ACT_SILU) DW_EPI(ft_vsiluf);
-                else if (act == FT_ACT_RELU) DW_EPI(ft_vreluf);
-                else DW_EPI(DW_ID);
+            if (f32 && dw_epi_inline(act)) {
+                dw_epi_f32(act, ar, rr, bias, (float *)io->y + o, ow);
                 continue;
             }
             if (rr) {
