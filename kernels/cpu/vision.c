@@ -12,6 +12,11 @@
 #include <omp.h>
 #include <string.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* the f32 passes want the vectoriser */
+#pragma GCC optimize("O3")
+#endif
+
 #define CN_BLOCK 32 /* positions normalised together: one vector lane each */
 
 /*
@@ -83,9 +88,10 @@ FT_CPU_KERNEL_DEF(channel_norm) {
 
 /*
  * y = x * sigmoid(w2 act(w1 mean_P(x) + b1) + b2), x [B, C, P]: the channel means
- * (double sums, parallel over planes), the two small matrix-vector products on one
- * thread (at most a few hundred thousand multiply-adds), the scaling pass
- * parallel over planes again, all in one parallel region.
+ * (f32 sums of chunks added in double, parallel over planes), the two small
+ * matrix-vector products on one thread (at most a few hundred thousand
+ * multiply-adds), the scaling pass parallel over planes again, all in one
+ * parallel region; f32 tensors are read and written in place.
  */
 FT_CPU_KERNEL_DEF(se_gate) {
     const ft_tensor *x = dst->src[0], *w1 = dst->src[1], *b1 = dst->src[2], *w2 = dst->src[3],
@@ -112,11 +118,16 @@ FT_CPU_KERNEL_DEF(se_gate) {
         float row[FT_CPU_CHUNK];
 #pragma omp for schedule(static)
         for (int64_t pl = 0; pl < planes; pl++) {
-            double s = 0.0;
+            double s = 0.0; /* f32 sums of chunks, added in double */
             for (int64_t k0 = 0; k0 < pos; k0 += FT_CPU_CHUNK) {
                 int64_t len = pos - k0 < FT_CPU_CHUNK ? pos - k0 : FT_CPU_CHUNK;
-                ft_cpu_row_load(x->data, dt, pl * pos + k0, 1, len, row);
-                for (int64_t j = 0; j < len; j++) s += row[j];
+                const float *src = row;
+                if (dt == FT_DTYPE_F32) src = (const float *)x->data + pl * pos + k0;
+                else ft_cpu_row_load(x->data, dt, pl * pos + k0, 1, len, row);
+                float cs = 0.0f;
+#pragma omp simd reduction(+ : cs)
+                for (int64_t j = 0; j < len; j++) cs += src[j];
+                s += cs;
             }
             gate[pl] = (float)(s / (double)pos);
         }
@@ -136,13 +147,22 @@ FT_CPU_KERNEL_DEF(se_gate) {
             }
         }
 #pragma omp for schedule(static)
-        for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t pl = 0; pl < planes; pl++) {
+            const float gv = gate[pl];
+            if (dt == FT_DTYPE_F32) {
+                const float *src = (const float *)x->data + pl * pos;
+                float *y = (float *)dst->data + pl * pos;
+#pragma omp simd
+                for (int64_t j = 0; j < pos; j++) y[j] = src[j] * gv;
+                continue;
+            }
             for (int64_t k0 = 0; k0 < pos; k0 += FT_CPU_CHUNK) {
                 int64_t len = pos - k0 < FT_CPU_CHUNK ? pos - k0 : FT_CPU_CHUNK;
                 ft_cpu_row_load(x->data, dt, pl * pos + k0, 1, len, row);
-                ft_cpu_row_scale(row, len, gate[pl], 0.0f);
+                ft_cpu_row_scale(row, len, gv, 0.0f);
                 ft_cpu_row_store(dst->data, dt, pl * pos + k0, len, row);
             }
+        }
     }
 done:
     ft_cpu_buf_put(&gb);
