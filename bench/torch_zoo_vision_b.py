@@ -203,7 +203,8 @@ class EfficientNet(ConvBNModel):
             x = self.cbn(x, p + "depthwise_conv.depthwise_conv", p + "depthwise_conv.depthwise_norm", stride, pad,
                          ed, act=self.act)
             z = x.mean((-2, -1), keepdim=True)
-            z = self.act(F.conv2d(z, self.p[p + "squeeze_excite.reduce.weight"], self.p[p + "squeeze_excite.reduce.bias"]))
+            z = self.act(F.conv2d(z, self.p[p + "squeeze_excite.reduce.weight"],
+                                  self.p[p + "squeeze_excite.reduce.bias"]))
             z = torch.sigmoid(F.conv2d(z, self.p[p + "squeeze_excite.expand.weight"],
                                        self.p[p + "squeeze_excite.expand.bias"]))
             y = self.cbn(x * z, p + "projection.project_conv", p + "projection.project_bn")

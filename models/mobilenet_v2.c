@@ -44,7 +44,8 @@ typedef struct mnv2 {
     mnv2_layer layer[MNV2_LAYERS];
 } mnv2;
 
-static const int64_t base_width[MNV2_LAYERS + 1] = {16, 24, 24, 32, 32, 32, 64, 64, 64, 64, 96, 96, 96, 160, 160, 160, 320};
+static const int64_t base_width[MNV2_LAYERS + 1] = {16, 24, 24, 32, 32, 32, 64, 64, 64,
+                                                    64, 96, 96, 96, 160, 160, 160, 320};
 static const int layer_stride[MNV2_LAYERS] = {2, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1};
 
 /* HF's make_divisible(value, divisor, min_value) */

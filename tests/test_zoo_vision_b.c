@@ -39,7 +39,8 @@ static const golden_tol tol_f16 = {2e-2, 2e-2, 2e-2}, tol_bf16 = {1.5e-1, 1e-1, 
 
 static void test_golden_cpu(void) {
     for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 3; k++) golden_run_check(archs[a], FT_DEVICE_CPU, modes[k], FT_DTYPE_F32, reqs[a], GOLDEN_FP32);
+        for (int k = 0; k < 3; k++)
+            golden_run_check(archs[a], FT_DEVICE_CPU, modes[k], FT_DTYPE_F32, reqs[a], GOLDEN_FP32);
 }
 
 static void test_golden_cpu_reduced(void) {
@@ -383,9 +384,10 @@ static void test_bad_configs(void) {
     bad_config("mobilenet_v2", "c2", "{\"model_type\": \"mobilenet_v2\", \"hidden_act\": \"swoosh\"}", "hidden_act");
     bad_config("mobilenet_v2", "c3", "{\"model_type\": \"mobilenet_v2\", \"tf_padding\": \"yes\"}", "tf_padding");
     bad_config("mobilenet_v2", "c4", "{\"model_type\": \"mobilenet_v2\", \"layer_norm_eps\": -1}", "layer_norm_eps");
-    bad_config("efficientnet", "c5", "{\"model_type\": \"efficientnet\", \"width_coefficient\": 0.2, \"hidden_dim\": 320}",
-               "hidden_dim");
-    bad_config("efficientnet", "c6", "{\"model_type\": \"efficientnet\", \"strides\": [1, 3, 2, 2, 1, 2, 1]}", "strides");
+    bad_config("efficientnet", "c5",
+               "{\"model_type\": \"efficientnet\", \"width_coefficient\": 0.2, \"hidden_dim\": 320}", "hidden_dim");
+    bad_config("efficientnet", "c6", "{\"model_type\": \"efficientnet\", \"strides\": [1, 3, 2, 2, 1, 2, 1]}",
+               "strides");
     bad_config("efficientnet", "c7", "{\"model_type\": \"efficientnet\", \"kernel_sizes\": [3, 3, 5]}", "kernel_sizes");
     bad_config("efficientnet", "c8", "{\"model_type\": \"efficientnet\", \"pooling_type\": \"sum\"}", "pooling_type");
     bad_config("efficientnet", "c9", "{\"model_type\": \"efficientnet\", \"depthwise_padding\": [1.5]}",
