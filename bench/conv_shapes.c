@@ -100,7 +100,8 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
         ft_tensor *src[4] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, nd, xs, x),
                              ft_tensor_from_host(ctx, FT_DTYPE_F32, nd, ws, w),
                              ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, bias), NULL};
-        ft_params_conv p = {s->stride, s->pad, s->groups, FT_ACT_RELU, FT_ACT_NONE};
+        ft_params_conv p = {.stride = s->stride, .padding = s->pad, .groups = s->groups,
+                            .act = FT_ACT_RELU, .act_in = FT_ACT_NONE};
         ft_tensor *y = NULL;
         if (src[0] && src[1] && src[2]) {
             src[1]->flags |= FT_TF_WEIGHT;

@@ -68,7 +68,8 @@ TABLE_HEAD = ("| model | batch | threads | ftengine best of graph/static, ms | P
 
 def kind(name):
     """text, vision or speech: what --seq means for ftengine bench (tokens, image side, samples)."""
-    return {"resnet": "vision", "wavlm": "speech"}.get(tm.PRESETS[name][0], "text")
+    vision = ("resnet", "mobilenet_v2", "efficientnet", "convnext")
+    return "vision" if tm.PRESETS[name][0] in vision else {"wavlm": "speech"}.get(tm.PRESETS[name][0], "text")
 
 
 def build_torch(name):

@@ -58,6 +58,18 @@ DEFAULTS = {
                     intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=0,
                     layer_norm_eps=1e-7, relative_attention=False, max_relative_positions=-1,
                     position_biased_input=True, pos_att_type=None, talking_head=False),
+    # bench/torch_zoo_vision_b.py
+    "mobilenet_v2": dict(num_channels=3, image_size=224, depth_multiplier=1.0, depth_divisible_by=8, min_depth=8,
+                         expand_ratio=6.0, output_stride=32, first_layer_is_expansion=True, finegrained_output=True,
+                         hidden_act="relu6", tf_padding=True, layer_norm_eps=0.001),
+    "efficientnet": dict(num_channels=3, image_size=600, width_coefficient=2.0, depth_coefficient=3.1, depth_divisor=8,
+                         kernel_sizes=[3, 3, 5, 3, 5, 5, 3], in_channels=[32, 16, 24, 40, 80, 112, 192],
+                         out_channels=[16, 24, 40, 80, 112, 192, 320], depthwise_padding=[],
+                         strides=[1, 2, 2, 2, 1, 2, 1], num_block_repeats=[1, 2, 2, 3, 3, 4, 1],
+                         expand_ratios=[1, 6, 6, 6, 6, 6, 6], squeeze_expansion_ratio=0.25, hidden_act="swish",
+                         hidden_dim=2560, pooling_type="mean", batch_norm_eps=1e-3),
+    "convnext": dict(num_channels=3, patch_size=4, num_stages=4, hidden_sizes=[96, 192, 384, 768], depths=[3, 3, 9, 3],
+                     hidden_act="gelu", layer_norm_eps=1e-12, layer_scale_init_value=1e-6, image_size=224),
 }
 DEFAULTS["hubert"] = dict(DEFAULTS["wav2vec2"], feat_proj_layer_norm=True)
 
@@ -87,6 +99,10 @@ PRESETS = {
     "deberta-large": ("deberta", dict(relative_attention=True, pos_att_type="c2p|p2c", position_biased_input=False,
                                       hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                       intermediate_size=4096)),
+    "mobilenet_v2_1.0_224": ("mobilenet_v2", {}),
+    "efficientnet-b0": ("efficientnet", dict(width_coefficient=1.0, depth_coefficient=1.0, image_size=224,
+                                             hidden_dim=1280)),
+    "convnext-tiny-224": ("convnext", {}),
 }
 PRESETS["hubert-large-ll60k"] = ("hubert", PRESETS["wav2vec2-large-lv60"][1])
 

@@ -693,6 +693,11 @@ from torch_zoo_text_b import Deberta, SqueezeBert  # noqa: E402  (the zoo's Sque
 
 CLASSES.update(squeezebert=SqueezeBert, deberta=Deberta)
 
+# MobileNetV2, EfficientNet, ConvNeXt (bench/torch_zoo_vision_b.py)
+from torch_zoo_vision_b import CLASSES as _VISION_B  # noqa: E402
+
+CLASSES.update(_VISION_B)
+
 
 def build(cfg, **kw):
     """The torch model of an HF config dict (class defaults filled in)."""

@@ -367,7 +367,9 @@ ft_tensor *ft_attention_rel(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *
 
 static ft_tensor *conv(ft_ctx *ctx, ft_op op, ft_tensor *x, ft_tensor *w, ft_tensor *bias,
                        int stride, int padding, int groups) {
-    ft_params_conv p = {stride, padding, groups, FT_ACT_NONE, FT_ACT_NONE};
+    ft_params_conv p;
+    memset(&p, 0, sizeof p);
+    p.stride = stride, p.padding = padding, p.groups = groups, p.act = p.act_in = FT_ACT_NONE;
     ft_tensor *s[3] = {ft_contiguous(ctx, x), ft_contiguous(ctx, w), bias};
     return dispatch(ctx, op, s, 3, &p, sizeof p);
 }
@@ -379,6 +381,12 @@ ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, i
 
 ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
                      int padding, int groups) {
+    /* a depthwise convolution goes to the direct kernel (op_api_vision.c) */
+    if (ALIVE(ctx) && x && w && groups > 1 && x->ndim == 4 && w->ndim == 4 && x->ne[1] == groups &&
+        w->ne[0] == groups && w->ne[1] == 1 && stride > 0) {
+        ft_conv2d_opts o = {stride, groups, 1, padding, padding, padding, padding};
+        return ft_conv2d_ex(ctx, x, w, bias, &o);
+    }
     return conv(ctx, FT_OP_CONV2D, x, w, bias, stride, padding, groups);
 }
 

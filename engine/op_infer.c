@@ -146,6 +146,14 @@ int ft_check_conv(ft_ctx *ctx, const ft_tensor *dst) {
     if (p->stride < 1 || p->padding < 0 || p->groups < 1)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid stride %d, padding %d or groups %d",
                             p->stride, p->padding, p->groups);
+    if (p->asym && (dst->op == FT_OP_CONV1D || p->pad_t < 0 || p->pad_b < 0 || p->pad_l < 0 || p->pad_r < 0))
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "invalid per-side padding (%d, %d, %d, %d)%s", p->pad_t,
+                            p->pad_b, p->pad_l, p->pad_r, dst->op == FT_OP_CONV1D ? " on a conv1d" : "");
+    if (p->dilation < 0 || (p->dilation > 1 && dst->op != FT_OP_DWCONV2D))
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "dilation %d (only depthwise convolutions dilate)",
+                            p->dilation);
+    if (p->act < FT_ACT_NONE || p->act > FT_ACT_LAST)
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "activation %d", p->act);
     return ft_check_float_same(ctx, dst);
 }
 
@@ -337,11 +345,14 @@ int ft_infer_conv(ft_ctx *ctx, ft_tensor *dst) {
     if (cin % p->groups || cout % p->groups || w->ne[1] != cin / p->groups)
         return ft_set_error(ctx, FT_ERR_SHAPE, "channels (in %lld, out %lld) do not fit groups %d",
                             (long long)cin, (long long)cout, p->groups);
-    int64_t ne[4] = {x->ne[0], cout, 0, 0};
+    int64_t ne[4] = {x->ne[0], cout, 0, 0}, pads[4];
+    ft_conv_pads(p, pads);
     for (int i = 0; i < sp; i++) {
-        if (x->ne[2 + i] + 2 * p->padding < w->ne[2 + i])
+        /* conv1d pads its one axis with `padding` on both sides */
+        int64_t before = sp == 1 ? p->padding : pads[2 * i], after = sp == 1 ? p->padding : pads[2 * i + 1];
+        if (x->ne[2 + i] + before + after < w->ne[2 + i])
             return ft_set_error(ctx, FT_ERR_SHAPE, "input smaller than the kernel");
-        ne[2 + i] = conv_out(x->ne[2 + i], (int)w->ne[2 + i], p->stride, p->padding);
+        ne[2 + i] = (x->ne[2 + i] + before + after - w->ne[2 + i]) / p->stride + 1;
     }
     int st;
     if (dst->src[2] && (st = need_vec(ctx, dst->src[2], cout, "bias"))) return st;
@@ -357,7 +368,7 @@ int ft_infer_conv(ft_ctx *ctx, ft_tensor *dst) {
                             (long long)cout, (long long)ft_conv_wb_cols(k));
     int st2;
     if (dst->src[5] && (st2 = need_vec(ctx, dst->src[5], cin, "input bias"))) return st2;
-    if (p->act_in < FT_ACT_NONE || p->act_in > FT_ACT_SIGMOID)
+    if (p->act_in < FT_ACT_NONE || p->act_in > FT_ACT_LAST)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "input activation %d", p->act_in);
     return FT_OK;
 }

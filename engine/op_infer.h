@@ -54,4 +54,10 @@ int ft_check_attention_rel(ft_ctx *ctx, const ft_tensor *dst);
 int ft_infer_attention_rel(ft_ctx *ctx, ft_tensor *dst);
 int64_t ft_macs_attention_rel(const ft_tensor *dst);
 
+/* engine/op_infer_vision.c: the ops of the efficient vision models */
+int ft_infer_dwconv(ft_ctx *ctx, ft_tensor *dst);
+int ft_check_se_gate(ft_ctx *ctx, const ft_tensor *dst);
+int ft_infer_se_gate(ft_ctx *ctx, ft_tensor *dst);
+int64_t ft_macs_se_gate(const ft_tensor *dst);
+
 #endif /* FT_OP_INFER_H */

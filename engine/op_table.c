@@ -128,6 +128,21 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
                              .check = ft_check_attention_rel, .infer = ft_infer_attention_rel,
                              .cpu = ft_cpu_attention_rel, .cuda = CUDA(ft_cuda_attention_rel),
                              .macs = ft_macs_attention_rel},
+    [FT_OP_RELU6] = {.name = "relu6", .min_src = 1, .max_src = 1, .flags = EW,
+                     .check = ft_check_float_src0, .infer = ft_infer_same,
+                     .cpu = ft_cpu_unary, .cuda = CUDA(ft_cuda_unary)},
+    [FT_OP_SILU] = {.name = "silu", .min_src = 1, .max_src = 1, .flags = EW,
+                    .check = ft_check_float_src0, .infer = ft_infer_same,
+                    .cpu = ft_cpu_unary, .cuda = CUDA(ft_cuda_unary)},
+    [FT_OP_DWCONV2D] = {.name = "dwconv2d", .min_src = 2, .max_src = 6, .flags = CAP,
+                        .check = ft_check_conv, .infer = ft_infer_dwconv,
+                        .cpu = ft_cpu_dwconv2d, .cuda = CUDA(ft_cuda_dwconv2d), .macs = ft_macs_conv},
+    [FT_OP_CHANNEL_NORM] = {.name = "channel_norm", .min_src = 1, .max_src = 3, .flags = CAP,
+                            .check = ft_check_float_same, .infer = ft_infer_channel_norm,
+                            .cpu = ft_cpu_channel_norm, .cuda = CUDA(ft_cuda_channel_norm)},
+    [FT_OP_SE_GATE] = {.name = "se_gate", .min_src = 5, .max_src = 5, .flags = CAP,
+                       .check = ft_check_se_gate, .infer = ft_infer_se_gate,
+                       .cpu = ft_cpu_se_gate, .cuda = CUDA(ft_cuda_se_gate), .macs = ft_macs_se_gate},
 };
 
 #ifndef __cplusplus

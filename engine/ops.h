@@ -71,6 +71,17 @@ typedef enum ft_op {
     /* the zoo's text models (SqueezeBERT, DeBERTa) */
     FT_OP_LINEAR_GROUPED, /* src: x [...,K], w [N,K/in_groups], bias?, residual?  block-diagonal linear */
     FT_OP_ATTENTION_REL,  /* src: q, k, v, mask?, c2p?, p2c?, row_scale?  disentangled attention */
+    /* efficient vision models (MobileNetV2, EfficientNet, ConvNeXt) */
+    FT_OP_RELU6,         /* min(max(x, 0), 6), NaN kept */
+    FT_OP_SILU,          /* x * sigmoid(x) ("swish") */
+    FT_OP_DWCONV2D,      /* src: x [B,C,H,W], w [C,1,KH,KW], bias?, residual?, -, bin?  depthwise,
+                            computed directly (no im2col): act(conv + b + r), per-side padding,
+                            dilation, input prologue act_in(x + bin[c]) (ft_params_conv) */
+    FT_OP_CHANNEL_NORM,  /* src: x [B,C,...], gamma?, beta?  LayerNorm over dim 1 at every position
+                            (ConvNeXt's channels-first LayerNorm), f32 statistics */
+    FT_OP_SE_GATE,       /* src: x [B,C,H,W], w1 [R,C(,1,1)], b1 [R], w2 [C,R(,1,1)], b2 [C]
+                            x * sigmoid(w2 act(w1 mean_hw(x) + b1) + b2): squeeze-excitation
+                            (graph/pass_vision.c makes it; ft_params_se) */
 
     FT_OP_COUNT
 } ft_op;
@@ -82,7 +93,10 @@ typedef enum ft_act {
     FT_ACT_GELU_TANH = 2,
     FT_ACT_RELU = 3,
     FT_ACT_TANH = 4,
-    FT_ACT_SIGMOID = 5
+    FT_ACT_SIGMOID = 5,
+    FT_ACT_RELU6 = 6,
+    FT_ACT_SILU = 7,
+    FT_ACT_LAST = FT_ACT_SILU /* the largest value (range checks, test loops) */
 } ft_act;
 
 /* ---- parameter structs (at most FT_MAX_OP_PARAMS bytes each) ---- */
@@ -139,7 +153,22 @@ typedef struct ft_params_conv {
     int32_t act_in; /* ft_act of an input prologue: the convolution reads act_in(x + bin[c])
                        (bin = src[5], optional; the zero padding stays zero): the bias and
                        activation of the convolution that made x, moved here by the graph */
+    int32_t asym;   /* conv2d, dwconv2d: 1 = pad_t/b/l/r replace `padding` (TensorFlow "SAME",
+                       EfficientNet's fixed asymmetric zero padding); 0 = `padding` on every side */
+    int32_t pad_t, pad_b, pad_l, pad_r;
+    int32_t dilation; /* dwconv2d: spacing of the taps (0 and 1: none); conv1d/conv2d: must be <= 1 */
 } ft_params_conv;
+/* The zero padding of a convolution's (top, bottom, left, right) sides. */
+static inline void ft_conv_pads(const ft_params_conv *p, int64_t pad[4]) {
+    if (p->asym) {
+        pad[0] = p->pad_t, pad[1] = p->pad_b, pad[2] = p->pad_l, pad[3] = p->pad_r;
+    } else {
+        pad[0] = pad[1] = pad[2] = pad[3] = p->padding;
+    }
+}
+static inline int32_t ft_conv_dilation(const ft_params_conv *p) { return p->dilation > 1 ? p->dilation : 1; }
+/* squeeze-excitation gate: act of the reduced vector (ft_act; the gate itself is a sigmoid) */
+typedef struct ft_params_se { int32_t act; } ft_params_se;
 /* Columns of a convolution's weights-with-bias (wb) for k = Cin/groups * KH * KW weights
  * per output channel: k + 1 rounded up to a multiple of 8 elements, so every row of the
  * GEMM operand starts 16-byte aligned in fp16/bf16 (cuBLASLt's fast Hopper kernels need

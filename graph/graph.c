@@ -484,10 +484,10 @@ typedef struct pass_def {
  * no other fusion took; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
-    {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention_rel", ft_pass_attention_rel},
-    {"attention", ft_pass_attention},
-    {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
-    {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
+    {"conv_bn", ft_pass_conv_bn},   {"se", ft_pass_se},             {"layer_scale", ft_pass_layer_scale},
+    {"affine", ft_pass_affine},     {"attention_rel", ft_pass_attention_rel},
+    {"attention", ft_pass_attention}, {"qkv", ft_pass_qkv},         {"epilogue", ft_pass_epilogue},
+    {"ln_residual", ft_pass_ln_residual}, {"eltwise", ft_pass_eltwise}, {"dce", ft_pass_dce},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 

@@ -37,6 +37,7 @@ typedef struct ft_graph_io {
 /* What each pass did, for the tests and the --profile report. */
 typedef struct ft_pass_counts {
     int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn, affine;
+    int se, layer_scale; /* pass_vision.c */
 } ft_pass_counts;
 
 /* Weights made at plan time (stacked QKV weights, conv+BN folded weights)
@@ -45,7 +46,8 @@ typedef struct ft_pass_counts {
  * Owned by the model's graph state (graph/executor.c). */
 #define FT_STACK_MAX 8
 enum { FT_CONST_STACK = 0, FT_CONST_CONV_BN_W, FT_CONST_CONV_BN_B, FT_CONST_FOLD, FT_CONST_SCALED,
-       FT_CONST_GROUP_SUM, FT_CONST_NONORM_W, FT_CONST_NONORM_B, FT_CONST_BIAS_COLUMN };
+       FT_CONST_GROUP_SUM, FT_CONST_NONORM_W, FT_CONST_NONORM_B, FT_CONST_BIAS_COLUMN,
+       FT_CONST_LAYER_SCALE };
 typedef struct ft_const_entry {
     int kind;
     uint64_t tag;  /* what else the value depends on (e.g. the batch norm's eps) */
@@ -168,6 +170,8 @@ int ft_attn_heads_merged_in_place(ft_graph *g, ft_tensor *a);
 int ft_pass_epilogue(ft_graph *g);      /* linear + residual add, linear + activation */
 int ft_pass_ln_residual(ft_graph *g);   /* add -> layernorm into layernorm(x, residual) */
 int ft_pass_eltwise(ft_graph *g);       /* chains of elementwise ops into one kernel */
+int ft_pass_se(ft_graph *g);            /* pool -> conv -> act -> conv -> sigmoid -> mul into one SE gate */
+int ft_pass_layer_scale(ft_graph *g);   /* linear -> * constant vector folded into the linear */
 
 /* Runs every pass in order (unless FT_DISABLE_FUSION=1: DCE only). */
 ft_status ft_graph_optimize(ft_graph *g);

@@ -1,6 +1,8 @@
 /*
  * pass_conv_bn.c - convolution + inference batch norm folded into the
- * convolution (ResNet): with s = gamma / sqrt(var + eps),
+ * convolution (ResNet; the depthwise ones of MobileNetV2 and EfficientNet too:
+ * a [C, 1, KH, KW] filter is scaled per output channel the same way): with
+ * s = gamma / sqrt(var + eps),
  *   W' = W * s (per output channel),  b' = (b - mean) * s + beta,
  * computed at plan time on the host in f32 (double for s), once per model: the
  * folded weights are shared through the model's constant cache by every plan
@@ -72,7 +74,8 @@ int ft_pass_conv_bn(ft_graph *g) {
         ft_tensor *bn = g->nodes[i];
         if (bn->op != FT_OP_BATCHNORM || (bn->flags & FT_GF_DEAD)) continue;
         ft_tensor *conv = bn->src[0];
-        if ((conv->op != FT_OP_CONV2D && conv->op != FT_OP_CONV1D) || conv->src[3] ||
+        if ((conv->op != FT_OP_CONV2D && conv->op != FT_OP_CONV1D && conv->op != FT_OP_DWCONV2D) || conv->src[3] ||
+            conv->src[5] ||
             FT_PARAMS(conv, ft_params_conv)->act != FT_ACT_NONE || !ft_graph_fusable(g, conv))
             continue;
         bool consts = ft_graph_is_const(conv->src[1]) && (!conv->src[2] || ft_graph_is_const(conv->src[2]));

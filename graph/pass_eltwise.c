@@ -16,6 +16,7 @@ static bool chainable(ft_op op) {
     switch (op) {
     case FT_OP_ADD: case FT_OP_SUB: case FT_OP_MUL: case FT_OP_DIV: case FT_OP_SCALE:
     case FT_OP_GELU: case FT_OP_GELU_TANH: case FT_OP_TANH: case FT_OP_RELU: case FT_OP_SIGMOID:
+    case FT_OP_RELU6: case FT_OP_SILU:
         return true;
     default:
         return false;

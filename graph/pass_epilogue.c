@@ -13,8 +13,10 @@
  */
 #include "graph.h"
 
+/* (the direct depthwise convolution has the same act(conv + b + r) epilogue) */
 static bool is_gemm_epilogue_op(ft_op op) {
-    return op == FT_OP_LINEAR || op == FT_OP_LINEAR_GROUPED || op == FT_OP_CONV1D || op == FT_OP_CONV2D;
+    return op == FT_OP_LINEAR || op == FT_OP_LINEAR_GROUPED || op == FT_OP_CONV1D || op == FT_OP_CONV2D ||
+           op == FT_OP_DWCONV2D;
 }
 
 static int32_t *act_of(ft_tensor *n) {
@@ -30,6 +32,8 @@ static ft_act act_for(ft_op op) {
     case FT_OP_RELU: return FT_ACT_RELU;
     case FT_OP_TANH: return FT_ACT_TANH;
     case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
+    case FT_OP_RELU6: return FT_ACT_RELU6;
+    case FT_OP_SILU: return FT_ACT_SILU;
     default: return FT_ACT_NONE;
     }
 }
@@ -123,10 +127,11 @@ static bool bias_column(const float *const *h, const ft_tensor *const *src, floa
  * (1x1, stride 1) convolutions read x itself and keep the pass. */
 /* A 1x1 stride-1 unpadded convolution: a GEMM on x itself, no im2col. */
 static bool conv_direct(const ft_tensor *c) {
+    if (c->op == FT_OP_DWCONV2D) return false; /* direct, but no GEMM: it has its own epilogue */
     const ft_params_conv *p = FT_PARAMS(c, ft_params_conv);
     const ft_tensor *w = c->src[1];
     int64_t kk = w->ne[2] * (c->op == FT_OP_CONV2D ? w->ne[3] : 1);
-    return kk == 1 && p->stride == 1 && p->padding == 0;
+    return kk == 1 && p->stride == 1 && p->padding == 0 && !p->asym;
 }
 
 static int bias_into_conv_gemms(ft_graph *g) {
@@ -157,17 +162,20 @@ static int bias_into_conv_gemms(ft_graph *g) {
  * pass of their own) read only by a convolution that gathers its input through
  * im2col hands them over: the reader applies them while gathering (its input
  * prologue, kernels/cuda/conv.cu), one launch fewer. ResNet: each bottleneck's
- * first 1x1 into its 3x3. */
+ * first 1x1 into its 3x3; MobileNetV2's and EfficientNet's expansion 1x1 into
+ * the depthwise convolution after it. */
 static int prologues_from_producers(ft_graph *g) {
     if (g->ctx->device != FT_DEVICE_CUDA) return 0;
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ft_tensor *b = g->nodes[i];
-        if ((b->op != FT_OP_CONV1D && b->op != FT_OP_CONV2D) || (b->flags & FT_GF_DEAD) || conv_direct(b) ||
-            b->src[5] || FT_PARAMS(b, ft_params_conv)->act_in != FT_ACT_NONE)
+        if ((b->op != FT_OP_CONV1D && b->op != FT_OP_CONV2D && b->op != FT_OP_DWCONV2D) ||
+            (b->flags & FT_GF_DEAD) || conv_direct(b) || b->src[5] ||
+            FT_PARAMS(b, ft_params_conv)->act_in != FT_ACT_NONE)
             continue;
         ft_tensor *a = b->src[0];
-        if (a->op != b->op || !conv_direct(a) || a->src[3] || a->src[5] || !ft_graph_fusable(g, a) ||
+        ft_op want = b->op == FT_OP_DWCONV2D ? FT_OP_CONV2D : b->op;
+        if (a->op != want || !conv_direct(a) || a->src[3] || a->src[5] || !ft_graph_fusable(g, a) ||
             a->dtype != b->dtype || (a->src[2] && !ft_graph_is_const(a->src[2])))
             continue;
         ft_params_conv *pa = (ft_params_conv *)(void *)a->op_params, *pb = (ft_params_conv *)(void *)b->op_params;

@@ -20,6 +20,8 @@ static const char *act_name(int act) {
     case FT_ACT_RELU: return "relu";
     case FT_ACT_TANH: return "tanh";
     case FT_ACT_SIGMOID: return "sigmoid";
+    case FT_ACT_RELU6: return "relu6";
+    case FT_ACT_SILU: return "silu";
     default: return NULL;
     }
 }
@@ -36,7 +38,8 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     case FT_OP_LINEAR:
     case FT_OP_LINEAR_GROUPED:
     case FT_OP_CONV1D:
-    case FT_OP_CONV2D: {
+    case FT_OP_CONV2D:
+    case FT_OP_DWCONV2D: {
         bool lin = t->op == FT_OP_LINEAR || t->op == FT_OP_LINEAR_GROUPED; /* act and alpha lead in both */
         int act = lin ? FT_PARAMS(t, ft_params_linear)->act : FT_PARAMS(t, ft_params_conv)->act;
         if (t->op == FT_OP_LINEAR_GROUPED) {
@@ -64,6 +67,9 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     }
     case FT_OP_LAYERNORM:
         if (t->src[3]) part(d, n, "+", "residual");
+        break;
+    case FT_OP_SE_GATE:
+        if (act_name(FT_PARAMS(t, ft_params_se)->act)) part(d, n, "+", act_name(FT_PARAMS(t, ft_params_se)->act));
         break;
     case FT_OP_SOFTMAX:
     case FT_OP_ATTENTION:

@@ -649,7 +649,7 @@ static const struct {
     {"relu", FT_ACTK_RELU},           {"tanh", FT_ACTK_TANH},
     {"sigmoid", FT_ACTK_SIGMOID},     {"silu", FT_ACTK_SILU},
     {"swish", FT_ACTK_SILU},          {"quick_gelu", FT_ACTK_QUICK_GELU},
-    {"linear", FT_ACTK_LINEAR},
+    {"linear", FT_ACTK_LINEAR},       {"relu6", FT_ACTK_RELU6},
 };
 
 ft_status ft_model_act_parse(ft_config *cfg, const char *key, const char *def, ft_act_kind *out) {
@@ -662,7 +662,7 @@ ft_status ft_model_act_parse(ft_config *cfg, const char *key, const char *def, f
             return FT_OK;
         }
     return ft_config_error(cfg, "%s '%s' is not supported (gelu, gelu_python, gelu_new, gelu_pytorch_tanh, "
-                                "gelu_fast, gelu_accurate, relu, tanh, sigmoid, silu, swish, quick_gelu, linear)",
+                                "gelu_fast, gelu_accurate, relu, relu6, tanh, sigmoid, silu, swish, quick_gelu, linear)",
                            key, a);
 }
 
@@ -673,7 +673,8 @@ ft_tensor *ft_model_act(ft_ctx *ctx, ft_act_kind act, ft_tensor *x) {
     case FT_ACTK_RELU: return ft_relu(ctx, x);
     case FT_ACTK_TANH: return ft_tanh(ctx, x);
     case FT_ACTK_SIGMOID: return ft_sigmoid(ctx, x);
-    case FT_ACTK_SILU: return ft_mul(ctx, x, ft_sigmoid(ctx, x));
+    case FT_ACTK_SILU: return ft_silu(ctx, x);
+    case FT_ACTK_RELU6: return ft_relu6(ctx, x);
     case FT_ACTK_QUICK_GELU: return ft_mul(ctx, x, ft_sigmoid(ctx, ft_scale(ctx, x, 1.702f, 0.0f)));
     default: /* identity as a view: callers release x after the activation */
         return x ? ft_reshape(ctx, x, x->ndim, x->ne) : NULL;

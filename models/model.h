@@ -169,7 +169,8 @@ typedef enum ft_act_kind {
     FT_ACTK_SIGMOID,    /* "sigmoid" */
     FT_ACTK_SILU,       /* "silu", "swish": x * sigmoid(x) */
     FT_ACTK_QUICK_GELU, /* "quick_gelu": x * sigmoid(1.702 x) */
-    FT_ACTK_LINEAR      /* "linear": identity */
+    FT_ACTK_LINEAR,     /* "linear": identity */
+    FT_ACTK_RELU6       /* "relu6": min(max(x, 0), 6) */
 } ft_act_kind;
 /* Reads config key `key` (default `def` when absent) into *out; an unknown name is a
  * config error listing the supported ones. */
@@ -213,6 +214,9 @@ extern const ft_arch ft_arch_wav2vec2;
 extern const ft_arch ft_arch_hubert;
 extern const ft_arch ft_arch_squeezebert;
 extern const ft_arch ft_arch_deberta;
+extern const ft_arch ft_arch_mobilenet_v2;
+extern const ft_arch ft_arch_efficientnet;
+extern const ft_arch ft_arch_convnext;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);

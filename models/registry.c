@@ -16,5 +16,8 @@ const ft_arch *const ft_archs[] = {
     &ft_arch_hubert,
     &ft_arch_squeezebert,
     &ft_arch_deberta,
+    &ft_arch_mobilenet_v2,
+    &ft_arch_efficientnet,
+    &ft_arch_convnext,
     NULL,
 };

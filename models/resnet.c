@@ -266,35 +266,7 @@ static ft_status resnet_example_inputs(ft_model *m, int64_t batch, int64_t lengt
                                        int *n_in, void **owned) {
     const resnet *r = (const resnet *)m->priv;
     if (length <= 0) length = 224;
-    if (batch < 1) return ft_set_error(m->ctx, FT_ERR_INVALID_ARG, "batch must be positive");
-    int64_t n = batch;
-    size_t bytes;
-    if (!ft_mul_ok(n, length, &n) || !ft_mul_ok(n, length, &n) || !ft_mul_ok(n, r->channels, &n) ||
-        !ft_bytes_ok(n, sizeof(float), &bytes))
-        return ft_set_error(m->ctx, FT_ERR_SHAPE, "batch %lld x %lld^2 x %lld elements is too large",
-                            (long long)batch, (long long)length, (long long)r->channels);
-    float *px = m->example_shapes_only ? NULL : (float *)malloc(bytes); /* shapes only: no data */
-    if (!px && !m->example_shapes_only)
-        return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory for batch %lld x %lld^2 x %lld example pixels "
-                            "(%.3g GiB)", (long long)batch, (long long)length, (long long)r->channels,
-                            (double)bytes / 1073741824.0);
-    uint32_t s = 12345u;
-    for (int64_t i = 0; px && i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        px[i] = (float)(s >> 8) * (1.0f / 16777216.0f);
-    }
-    *owned = px;
-    memset(in, 0, sizeof *in);
-    in[0].name = "pixel_values";
-    in[0].dtype = FT_DTYPE_F32;
-    in[0].ndim = 4;
-    in[0].shape[0] = batch;
-    in[0].shape[1] = r->channels;
-    in[0].shape[2] = length;
-    in[0].shape[3] = length;
-    in[0].data = px;
-    *n_in = 1;
-    return FT_OK;
+    return ft_example_image_inputs(m, batch, r->channels, length, length, in, n_in, owned);
 }
 
 static const char *const resnet_prefixes[] = {"resnet.", NULL};

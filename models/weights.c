@@ -60,6 +60,42 @@ static int spellings(const char *name, char out[4][256]) {
     return n;
 }
 
+/* Hugging Face's _fix_key: a file key holding "beta" is read as if it held "bias"
+ * there, otherwise one holding "gamma" as if "weight" (substring replacement, every
+ * occurrence). True when key fixes to `want`. */
+static bool fixes_to(const char *key, const char *want) {
+    const char *from = strstr(key, "beta") ? "beta" : strstr(key, "gamma") ? "gamma" : NULL;
+    if (!from) return false;
+    const char *to = from[0] == 'b' ? "bias" : "weight";
+    char fixed[640];
+    size_t k = 0, lf = strlen(from), lt = strlen(to);
+    for (const char *p = key; *p && k + lt + 1 < sizeof fixed;) {
+        if (!strncmp(p, from, lf)) {
+            memcpy(fixed + k, to, lt);
+            k += lt;
+            p += lf;
+        } else {
+            fixed[k++] = *p++;
+        }
+    }
+    fixed[k] = '\0';
+    return !strcmp(fixed, want);
+}
+
+/* The tensor of name `want` (prefixes applied by the caller) under a legacy gamma/beta
+ * spelling anywhere in its key; only searched when the plain lookups failed. */
+static const ft_st_tensor *lookup_fixed(ft_model *m, const char *want, char *found, size_t fsize) {
+    if (!strstr(want, "bias") && !strstr(want, "weight")) return NULL;
+    for (int i = 0, n = ft_st_count(m->st); i < n; i++) {
+        const ft_st_tensor *t = ft_st_get(m->st, i);
+        if (fixes_to(t->name, want)) {
+            snprintf(found, fsize, "%.400s", t->name);
+            return t;
+        }
+    }
+    return NULL;
+}
+
 static const ft_st_tensor *lookup(ft_model *m, const char *name, char *found, size_t fsize) {
     if (!m->st) return NULL;
     char sp[4][256];
@@ -80,7 +116,13 @@ static const ft_st_tensor *lookup(ft_model *m, const char *name, char *found, si
             }
         }
     }
-    return NULL;
+    const ft_st_tensor *t = lookup_fixed(m, name, found, fsize);
+    for (const char *const *p = m->arch->prefixes; !t && p && *p; p++) {
+        char full[640];
+        snprintf(full, sizeof full, "%.63s%.255s", *p, name);
+        t = lookup_fixed(m, full, found, fsize);
+    }
+    return t;
 }
 
 /* ---- random initialisation ---- */
@@ -101,7 +143,8 @@ static void random_fill(ft_model *m, const char *name, float *dst, int64_t n) {
         constant = 0.0f;
     else if (ends_with(name, "norm.weight") || ends_with(name, "Norm.weight") ||
              ends_with(name, "normalization.weight") || ends_with(name, "bn1.weight") ||
-             ends_with(name, "bn2.weight") || ends_with(name, "bn3.weight"))
+             ends_with(name, "bn2.weight") || ends_with(name, "bn3.weight") || ends_with(name, "_bn.weight") ||
+             ends_with(name, "batchnorm.weight") || ends_with(name, "downsampling_layer.0.weight"))
         constant = 1.0f;
     if (!isnan(constant)) {
         for (int64_t i = 0; i < n; i++) dst[i] = constant;

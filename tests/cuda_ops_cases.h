@@ -326,7 +326,7 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
     if (v == 2) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 1); /* 1x1 stride 1: direct GEMM */
     if (v == 3) return ft_conv2d(c, in[0], in[1], in[2], 1, 0, 2); /* the same, 2 groups */
     if (v == 4) { /* graph-fused epilogue: relu(conv + b + residual), as ResNet's last 1x1 */
-        ft_params_conv p = {1, 0, 1, FT_ACT_RELU, FT_ACT_NONE};
+        ft_params_conv p = {.stride = 1, .padding = 0, .groups = 1, .act = FT_ACT_RELU, .act_in = FT_ACT_NONE};
         ft_tensor *s[4] = {in[0], in[1], in[2], in[3]};
         return ft_dispatch(c, FT_OP_CONV2D, s, 4, &p, sizeof p);
     }
@@ -340,12 +340,13 @@ static ft_tensor *b_conv2d(ft_ctx *c, ft_tensor **in, int v) {
                                   ft_reshape(c, in[2], 2, (int64_t[]){cout, 1}), 1);
         if (pad) wb = z ? ft_concat(c, wb, z, 1) : NULL;
         if (!wb) return NULL;
-        ft_params_conv p = {v == 5 ? 1 : 2, v == 8 ? 3 : 1, 1, FT_ACT_RELU, FT_ACT_NONE};
+        ft_params_conv p = {.stride = v == 5 ? 1 : 2, .padding = v == 8 ? 3 : 1, .groups = 1, .act = FT_ACT_RELU,
+                            .act_in = FT_ACT_NONE};
         ft_tensor *s[5] = {in[0], in[1], in[2], v == 5 ? in[3] : NULL, wb};
         return ft_dispatch(c, FT_OP_CONV2D, s, 5, &p, sizeof p);
     }
     if (v == 7) { /* an input prologue, relu(x + bin[c]), padded with zeros after it (graph, CUDA) */
-        ft_params_conv p = {1, 1, 1, FT_ACT_NONE, FT_ACT_RELU};
+        ft_params_conv p = {.stride = 1, .padding = 1, .groups = 1, .act = FT_ACT_NONE, .act_in = FT_ACT_RELU};
         ft_tensor *s[6] = {in[0], in[1], in[2], NULL, NULL, in[3]};
         return ft_dispatch(c, FT_OP_CONV2D, s, 6, &p, sizeof p);
     }
@@ -490,6 +491,8 @@ static const op_case cases_attention_rel[] = {
       I(4, 1, 12, 128, 256), I(4, 1, 12, 128, 256)}, 0},
 };
 
+#include "cuda_ops_cases_vision.h"
+
 /* One entry per op-table row with a kernel (view has none). */
 #define OP_TESTS(X)                          \
     X(copy, cases_copy)                      \
@@ -516,4 +519,9 @@ static const op_case cases_attention_rel[] = {
     X(weight_norm, cases_weight_norm)        \
     X(fused_eltwise, cases_fused_eltwise)    \
     X(linear_grouped, cases_linear_grouped)  \
-    X(attention_rel, cases_attention_rel)
+    X(attention_rel, cases_attention_rel)    \
+    X(relu6_silu, cases_vision_unary)        \
+    X(dwconv2d, cases_dwconv)                \
+    X(conv2d_asym, cases_conv2d_asym)        \
+    X(channel_norm, cases_channel_norm)      \
+    X(se_gate, cases_se_gate)

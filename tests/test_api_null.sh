@@ -24,7 +24,8 @@ fi
 OPTIONAL="ft_ctx_create_ex:opt ft_model_load:opt ft_profiler_create:opt ft_softmax:mask ft_layernorm:gamma
 ft_layernorm:beta ft_groupnorm:gamma ft_groupnorm:beta ft_batchnorm:gamma ft_batchnorm:beta ft_linear:bias
 ft_attention:mask ft_conv1d:bias ft_conv2d:bias ft_model_example_inputs:owned ft_tensor_describe:t
-ft_linear_grouped:bias ft_attention_rel:mask ft_attention_rel:c2p ft_attention_rel:p2c ft_attention_rel:row_scale"
+ft_linear_grouped:bias ft_attention_rel:mask ft_attention_rel:c2p ft_attention_rel:p2c ft_attention_rel:row_scale
+ft_conv2d_ex:bias ft_channel_norm:gamma ft_channel_norm:beta"
 
 # one line per function: "ret|name|type name|type name..." (brace bodies and typedefs dropped)
 $CC -E -P -Iinclude include/ftengine.h >"$tmp/h.i" 2>"$tmp/cc.log" || { cat "$tmp/cc.log"; echo "FAIL preprocess"; fail=1; finish; }
@@ -88,6 +89,7 @@ function value_of(fn, ty, nm,    t) {
     if (t == "ft_profiler*") return "prof"
     if (t == "ft_profiler**") return "&o_prof"
     if (t == "ft_profiler_options*") return "&popt"
+    if (t == "ft_conv2d_opts*") return "&c2o"
     if (t == "int") return nm == "ndim" ? "2" : nm == "n_inputs" ? "n_hin" : "0"
     if (t == "int64_t") return nm == "length" ? "8" : "1"
     if (t == "size_t") return "256"
@@ -110,7 +112,7 @@ BEGIN {
     print "static ft_ctx_options copt; static ft_model_options mopt; static ft_profiler_options popt;"
     print "static ft_host_tensor hin[8], o_hin[8]; static int n_hin; static void *hin_data;"
     print "static ft_graph_stats o_gs; static ft_plan_step_info o_psi; static ft_profile_summary o_sum;"
-    print "static ft_profile_op o_op; static ft_profile_op_stats o_ops;"
+    print "static ft_profile_op o_op; static ft_profile_op_stats o_ops; static ft_conv2d_opts c2o;"
     printf "static const char *outpath = \"%s/out.file\";\n", outdir
     print "static int setup(void) {"
     print "    copt = ft_ctx_options_default(); copt.cpu_threads = 1;"

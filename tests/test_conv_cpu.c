@@ -71,7 +71,8 @@ static int run_case(const cc *c, int threads, int act, bool with_res) {
                          ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, bias),
                          with_res ? ft_tensor_from_host(ctx, FT_DTYPE_F32, nd, ys, res) : NULL};
     src[1]->flags |= FT_TF_WEIGHT;
-    ft_params_conv p = {c->stride, c->pad, c->groups, act, FT_ACT_NONE};
+    ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = c->groups,
+                        .act = act, .act_in = FT_ACT_NONE};
     ft_tensor *y = ft_dispatch(ctx, c->is2d ? FT_OP_CONV2D : FT_OP_CONV1D, src, 4, &p, sizeof p);
     char what[160];
     snprintf(what, sizeof what, "conv%dd b%lld cin%lld %lldx%lld cout%lld k%lld s%d p%d g%d act %d res %d threads %d",

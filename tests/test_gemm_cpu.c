@@ -524,7 +524,8 @@ static void run_conv(const conv_case *c, bool is2d, ft_dtype dt, bool with_bias,
                  : ft_conv1d(ctx, xt, wt, bt, c->stride, c->pad, c->groups);
     } else {
         ft_tensor *src[4] = {xt, wt, bt, with_res ? (is2d ? up(dt, 4, ys2, res) : up(dt, 3, ys1, res)) : NULL};
-        ft_params_conv p = {c->stride, c->pad, c->groups, act, FT_ACT_NONE};
+        ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = c->groups,
+                            .act = act, .act_in = FT_ACT_NONE};
         y = ft_dispatch(ctx, is2d ? FT_OP_CONV2D : FT_OP_CONV1D, src, 4, &p, sizeof p);
     }
     char what[128];
@@ -589,7 +590,8 @@ static void test_conv_input_prologue(void) {
         int64_t bs[1] = {c->cout}, bis[1] = {c->cin};
         ft_tensor *src[6] = {up(dt, 4, xs, x), up(dt, 4, ws, w), up(dt, 1, bs, bias), NULL, NULL,
                              up(dt, 1, bis, bin)};
-        ft_params_conv p = {c->stride, c->pad, c->groups, FT_ACT_NONE, FT_ACT_RELU};
+        ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = c->groups,
+                            .act = FT_ACT_NONE, .act_in = FT_ACT_RELU};
         char what[64];
         snprintf(what, sizeof what, "conv2d input prologue %s", ft_dtype_name(dt));
         cmp(ft_dispatch(ctx, FT_OP_CONV2D, src, 6, &p, sizeof p), ref, c->b * c->cout * oh * ow, tol_of(dt), what);

@@ -630,7 +630,7 @@ static void test_conv_bias_column_layout(void) {
     int64_t xne[4] = {2, 3, 9, 10}, wne[4] = {4, 3, 7, 7}, bne[1] = {4}, bad[2] = {4, 148}, good[2] = {4, 152};
     hv x = mk(FT_DTYPE_F32, 4, xne, -1, 1), w = mk(FT_DTYPE_F32, 4, wne, -1, 1), b = mk(FT_DTYPE_F32, 1, bne, -1, 1);
     hv wb_bad = mk(FT_DTYPE_F32, 2, bad, -1, 1), wb_good = mk(FT_DTYPE_F32, 2, good, -1, 1);
-    ft_params_conv p = {2, 3, 1, FT_ACT_NONE, FT_ACT_NONE};
+    ft_params_conv p = {.stride = 2, .padding = 3, .groups = 1, .act = FT_ACT_NONE, .act_in = FT_ACT_NONE};
     ft_tensor *s_bad[5] = {x.t, w.t, b.t, NULL, wb_bad.t}, *s_good[5] = {x.t, w.t, b.t, NULL, wb_good.t};
     expect_error("conv2d with a [Cout, K + 1] bias column", ft_dispatch(ctx, FT_OP_CONV2D, s_bad, 5, &p, sizeof p),
                  "conv2d", "152");

@@ -16,7 +16,9 @@
 
 #define N_THREADS 3
 
-static const char *const cases[] = {"bert", "funnel", "mobilebert", "resnet", "wavlm"};
+static const char *const cases[] = {"bert", "funnel", "mobilebert", "resnet", "wavlm", "mobilenet_v2", "efficientnet",
+                                    "convnext"};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 static const ft_mode modes[] = {FT_MODE_EAGER, FT_MODE_GRAPH, FT_MODE_STATIC};
 
 typedef struct {
@@ -38,8 +40,8 @@ static void *worker(void *arg) {
         return NULL;
     }
     /* each thread starts at another case, so different models run at the same time */
-    for (int k = 0; k < 5; k++) {
-        const char *name = cases[(k + j->index) % 5];
+    for (int k = 0; k < N_CASES; k++) {
+        const char *name = cases[(k + j->index) % N_CASES];
         for (int mi = 0; mi < 3; mi++) {
             golden_case g;
             if (golden_open(ctx, name, &g) != 0) {
@@ -94,7 +96,7 @@ static void test_threads_golden_every_mode(void) {
     for (int i = 0; i < N_THREADS; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < N_THREADS; i++) {
         CHECK(jobs[i].fails == 0, "thread %d: %d failures, first: %s", i, jobs[i].fails, jobs[i].first);
-        CHECK(jobs[i].runs == 5 * 3 * 2, "thread %d ran %d forwards, not 30", i, jobs[i].runs);
+        CHECK(jobs[i].runs == N_CASES * 3 * 2, "thread %d ran %d forwards, not %d", i, jobs[i].runs, N_CASES * 3 * 2);
     }
 }
 

@@ -57,7 +57,8 @@ static int conv_group(const conv_geom *g, const float *x, const float *w, float 
     int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
     ft_cpu_conv_view v = {x + gi * cin_g * g->h * g->w, cin_g, g->h, g->w, g->kh, g->kw, g->oh, g->ow,
                           g->sh, g->sw, g->ph, g->pw, g->cin * g->h * g->w, g->cout * n};
-    if (g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0) {
+    if (g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->oh == g->h &&
+        g->ow == g->w) {
         /* a channel of x is already a row of op(B): one flat row per image */
         v.h = v.oh = 1;
         v.w = v.ow = n;
@@ -173,9 +174,11 @@ FT_CPU_KERNEL_DEF(conv1d) {
 FT_CPU_KERNEL_DEF(conv2d) {
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
+    int64_t pads[4]; /* top, bottom, left, right: the bottom and right ones show in oh, ow */
+    ft_conv_pads(p, pads);
     conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,
                    .h = x->ne[2], .w = x->ne[3], .kh = w->ne[2], .kw = w->ne[3],
                    .oh = dst->ne[2], .ow = dst->ne[3], .sh = p->stride, .sw = p->stride,
-                   .ph = p->padding, .pw = p->padding};
+                   .ph = pads[0], .pw = pads[2]};
     return conv_run(ctx, dst, &g, "conv2d");
 }

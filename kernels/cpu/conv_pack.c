@@ -58,8 +58,9 @@ void ft_cpu_pack_b_conv(const ft_cpu_conv_view *v, int64_t p0, int64_t j0, int64
             c += len;
         }
         int64_t ci = p0 / khw, ky = (p0 % khw) / kw, kx = p0 % kw;
-        if (v->ph == 0 && v->pw == 0) {
-            /* no padding: every tap of every window is inside x, so a row is a
+        if (v->ph == 0 && v->pw == 0 && (v->oh - 1) * v->sh + kh <= h && (ow - 1) * sw + kw <= w) {
+            /* no padding (none after either: asymmetric padding can pad only the bottom
+             * and right): every tap of every window is inside x, so a row is a
              * gather at fixed offsets from the sliver's window corners (a copy when
              * they are consecutive) */
             int64_t off[NR];

@@ -98,7 +98,7 @@ static inline int ft_cpu_bcast_ok(const ft_tensor *t, int ndim, const int64_t *n
     return 1;
 }
 
-/* The unary activations, by op (FT_OP_GELU ... FT_OP_SIGMOID), in double so
+/* The unary activations, by op (FT_OP_GELU ... FT_OP_SIGMOID, RELU6, SILU), in double so
  * the reference is exact to f32 rounding. */
 static inline float ft_cpu_unary_op(int op, float xf) {
     double x = xf;
@@ -111,6 +111,8 @@ static inline float ft_cpu_unary_op(int op, float xf) {
     case FT_OP_TANH: return (float)tanh(x);
     case FT_OP_RELU: return xf > 0.0f ? xf : (xf == xf ? 0.0f : xf); /* NaN stays NaN */
     case FT_OP_SIGMOID: return (float)(1.0 / (1.0 + exp(-x)));
+    case FT_OP_RELU6: return xf != xf ? xf : xf < 0.0f ? 0.0f : xf > 6.0f ? 6.0f : xf; /* NaN stays NaN */
+    case FT_OP_SILU: return (float)(x / (1.0 + exp(-x)));
     default: return xf;
     }
 }

@@ -58,7 +58,7 @@ FT_CPU_KERNEL(embedding);
 FT_CPU_KERNEL(gather_last);
 FT_CPU_KERNEL(binary);      /* add, sub, mul, div (dst->op tells which) */
 FT_CPU_KERNEL(scale);
-FT_CPU_KERNEL(unary);       /* gelu, gelu_tanh, tanh, relu, sigmoid */
+FT_CPU_KERNEL(unary);       /* gelu, gelu_tanh, tanh, relu, sigmoid, relu6, silu */
 FT_CPU_KERNEL(sum_last);
 FT_CPU_KERNEL(softmax);
 FT_CPU_KERNEL(layernorm);
@@ -76,6 +76,9 @@ FT_CPU_KERNEL(weight_norm);
 FT_CPU_KERNEL(fused_eltwise);
 FT_CPU_KERNEL(linear_grouped);  /* linear_grouped.c */
 FT_CPU_KERNEL(attention_rel);   /* attention_rel.c */
+FT_CPU_KERNEL(dwconv2d);     /* kernels/cpu/dwconv.c */
+FT_CPU_KERNEL(channel_norm); /* kernels/cpu/vision.c */
+FT_CPU_KERNEL(se_gate);      /* kernels/cpu/vision.c */
 
 #ifdef __cplusplus
 }

@@ -131,7 +131,9 @@ FT_CPU_KERNEL_DEF(unary) {
     case FT_OP_GELU_TANH:
     case FT_OP_TANH:
     case FT_OP_RELU:
-    case FT_OP_SIGMOID: {
+    case FT_OP_SIGMOID:
+    case FT_OP_RELU6:
+    case FT_OP_SILU: {
         ew_chain c = {.n_steps = 1, .op = {(int8_t)dst->op}, .operand = {-1}};
         return ew_run(ctx, dst, &c);
     }
@@ -161,7 +163,9 @@ static int check_chain(ft_ctx *ctx, const ft_tensor *dst, const ft_params_fused_
         case FT_OP_GELU_TANH:
         case FT_OP_TANH:
         case FT_OP_RELU:
-        case FT_OP_SIGMOID: break;
+        case FT_OP_SIGMOID:
+        case FT_OP_RELU6:
+        case FT_OP_SILU: break;
         default:
             return ft_set_error(ctx, FT_ERR_INTERNAL, "step %d: op %s cannot be fused", k,
                                 ft_op_name((ft_op)p->op[k]));

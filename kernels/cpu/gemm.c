@@ -695,6 +695,8 @@ float ft_cpu_act(int act, float x) {
     case FT_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN stays NaN, as the RELU op and torch.relu */
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case FT_ACT_RELU6: return x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x; /* NaN stays NaN */
+    case FT_ACT_SILU: return x / (1.0f + expf(-x));
     default: return x;
     }
 }

@@ -157,4 +157,14 @@ FT_VM_INLINE float ft_vgelu_tanhf(float x) {
 /* NaN stays NaN, as the RELU op and torch.relu */
 FT_VM_INLINE float ft_vreluf(float x) { return x > 0.0f || x != x ? x : 0.0f; }
 
+/* min(max(x, 0), 6), NaN kept (torch.nn.ReLU6) */
+FT_VM_INLINE float ft_vrelu6f(float x) {
+    float c = x < 0.0f ? 0.0f : x;
+    c = c > 6.0f ? 6.0f : c;
+    return x != x ? x : c;
+}
+
+/* x sigmoid(x) = x / (1 + e^-x): 0 (signed) for large negative x, x for large positive */
+FT_VM_INLINE float ft_vsiluf(float x) { return x / (1.0f + ft_vexpf(-x)); }
+
 #endif /* FT_CPU_VMATH_H */

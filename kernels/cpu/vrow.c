@@ -135,6 +135,14 @@ void ft_cpu_row_act(int act, float *y, int64_t n) {
 #pragma omp simd
         for (int64_t j = 0; j < n; j++) y[j] = ft_vsigmoidf(y[j]);
         break;
+    case FT_ACT_RELU6:
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) y[j] = ft_vrelu6f(y[j]);
+        break;
+    case FT_ACT_SILU:
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) y[j] = ft_vsiluf(y[j]);
+        break;
     default: break;
     }
 }

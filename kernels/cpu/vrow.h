@@ -39,7 +39,7 @@ void ft_cpu_row_softmax(float *s, int64_t n);
  * statistics in double over the row (two passes over the cache-resident row). */
 void ft_cpu_row_norm(float *h, int64_t d, double eps, const float *g, const float *b);
 
-/* The ft_act of a unary op (FT_OP_GELU ... FT_OP_SIGMOID), FT_ACT_NONE otherwise. */
+/* The ft_act of a unary op (FT_OP_GELU ... FT_OP_SIGMOID, RELU6, SILU), FT_ACT_NONE otherwise. */
 static inline int ft_cpu_op_act(int op) {
     switch (op) {
     case FT_OP_GELU: return FT_ACT_GELU;
@@ -47,6 +47,8 @@ static inline int ft_cpu_op_act(int op) {
     case FT_OP_TANH: return FT_ACT_TANH;
     case FT_OP_RELU: return FT_ACT_RELU;
     case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
+    case FT_OP_RELU6: return FT_ACT_RELU6;
+    case FT_OP_SILU: return FT_ACT_SILU;
     default: return FT_ACT_NONE;
     }
 }

@@ -270,7 +270,8 @@ struct ft_conv_fn {
     }
 
     template <typename T> int run() {
-        bool is_direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+        bool is_direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
+                         g.oh == g.h && g.ow == g.w; /* (asymmetric padding may pad only after) */
         const ft_tensor *res = dst->src[3];
         int act = FT_PARAMS(dst, ft_params_conv)->act;
         /* the bias inside the GEMM: one launch fewer (the residual must be in the
@@ -327,8 +328,9 @@ FT_CUDA_KERNEL(conv2d) {
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
     if (x->ndim != 4 || w->ndim != 4 || dst->ndim != 4)
         return ft_set_error(ctx, FT_ERR_SHAPE, "conv2d expects x [B, C, H, W] and w [Cout, Cin/g, KH, KW]");
+    int64_t pads[4]; /* top, bottom, left, right: the bottom and right ones show in oh, ow */
+    ft_conv_pads(p, pads);
     ft_conv_geom g = {x->ne[0], x->ne[1], w->ne[0], p->groups, x->ne[2], x->ne[3], w->ne[2],
-                      w->ne[3], dst->ne[2], dst->ne[3], p->stride, p->stride, p->padding,
-                      p->padding};
+                      w->ne[3], dst->ne[2], dst->ne[3], p->stride, p->stride, pads[0], pads[2]};
     return ft_conv_run(ctx, dst, &g, "conv2d");
 }

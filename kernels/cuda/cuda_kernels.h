@@ -22,7 +22,7 @@ FT_CUDA_KERNEL(embedding);
 FT_CUDA_KERNEL(gather_last);
 FT_CUDA_KERNEL(binary);      /* add, sub, mul, div (dst->op tells which) */
 FT_CUDA_KERNEL(scale);
-FT_CUDA_KERNEL(unary);       /* gelu, gelu_tanh, tanh, relu, sigmoid */
+FT_CUDA_KERNEL(unary);       /* gelu, gelu_tanh, tanh, relu, sigmoid, relu6, silu */
 FT_CUDA_KERNEL(sum_last);
 FT_CUDA_KERNEL(softmax);
 FT_CUDA_KERNEL(layernorm);
@@ -40,6 +40,9 @@ FT_CUDA_KERNEL(weight_norm);
 FT_CUDA_KERNEL(fused_eltwise);
 FT_CUDA_KERNEL(linear_grouped); /* linear_grouped.cu */
 FT_CUDA_KERNEL(attention_rel);  /* attention_rel.cu */
+FT_CUDA_KERNEL(dwconv2d);     /* kernels/cuda/dwconv.cu */
+FT_CUDA_KERNEL(channel_norm); /* kernels/cuda/vision.cu */
+FT_CUDA_KERNEL(se_gate);      /* kernels/cuda/vision.cu */
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,8 @@ __device__ __forceinline__ float ft_act_apply(int act, float x) {
     case FT_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN stays NaN, as the RELU op */
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case FT_ACT_RELU6: return x != x ? x : fminf(fmaxf(x, 0.0f), 6.0f); /* NaN stays NaN */
+    case FT_ACT_SILU: return x / (1.0f + expf(-x));
     default: return x;
     }
 }
@@ -345,7 +347,7 @@ extern "C" ft_status ft_cuda_gemm(ft_ctx *ctx, const ft_gemm_desc *g) {
     if (g->m == 0 || g->n == 0 || g->batch == 0) return FT_OK;
     if (g->k == 0)
         return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "GEMM with an empty inner dimension (k = 0)");
-    if (g->act < FT_ACT_NONE || g->act > FT_ACT_SIGMOID)
+    if (g->act < FT_ACT_NONE || g->act > FT_ACT_LAST)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "GEMM with unknown activation %d", g->act);
     if (g->ldc < g->n || g->lda < (g->trans_a ? g->m : g->k) || g->ldb < (g->trans_b ? g->k : g->n))
         return ft_set_error(ctx, FT_ERR_INVALID_ARG,

@@ -134,6 +134,9 @@ __device__ __forceinline__ float ft_gelu_tanh(float x) {
 __device__ __forceinline__ float ft_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* NaN stays NaN, as torch.relu and the CPU reference (fused or not) */
 __device__ __forceinline__ float ft_relu(float x) { return x > 0.0f || x != x ? x : 0.0f; }
+/* min(max(x, 0), 6), NaN kept */
+__device__ __forceinline__ float ft_relu6(float x) { return x != x ? x : fminf(fmaxf(x, 0.0f), 6.0f); }
+__device__ __forceinline__ float ft_silu(float x) { return x / (1.0f + expf(-x)); }
 
 __device__ __forceinline__ float ft_act_apply(int act, float x) {
     switch (act) {
@@ -142,6 +145,8 @@ __device__ __forceinline__ float ft_act_apply(int act, float x) {
     case FT_ACT_RELU: return ft_relu(x);
     case FT_ACT_TANH: return tanhf(x);
     case FT_ACT_SIGMOID: return ft_sigmoid(x);
+    case FT_ACT_RELU6: return ft_relu6(x);
+    case FT_ACT_SILU: return ft_silu(x);
     default: return x;
     }
 }
@@ -155,6 +160,8 @@ __host__ __device__ static inline int ft_unary_act(int op) {
     case FT_OP_RELU: return FT_ACT_RELU;
     case FT_OP_TANH: return FT_ACT_TANH;
     case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
+    case FT_OP_RELU6: return FT_ACT_RELU6;
+    case FT_OP_SILU: return FT_ACT_SILU;
     default: return -1;
     }
 }

@@ -26,7 +26,7 @@ EMU_LIB  := $(EMU_BUILD)/libftengine_emu.a
 EMU_LIBS := -lm -lpthread -lstdc++ $(if $(HAVE_NVTX),-ldl)
 
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
-EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_funnel_factorized \
+EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_funnel_factorized test_zoo_vision_b \
              test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph \
              test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach \
              test_golden_all \
@@ -65,7 +65,7 @@ $(EMU_LIB): $(EMU_OBJS)
 $(EMU_BUILD)/tests/%: tests/%.c tests/ft_test.h $(EMU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(EMU_CPPFLAGS) -Itests $(EMU_CFLAGS) -o $@ $< $(EMU_LIB) $(LDFLAGS) $(EMU_LIBS)
-$(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h
+$(EMU_BUILD)/tests/test_cuda_ops: tests/cuda_ops_cases.h tests/cuda_ops_cases_vision.h
 $(EMU_OPS_AGAIN): $(EMU_BUILD)/tests/test_cuda_ops
 	cp $< $@
 $(EMU_GOLDEN_AGAIN): $(EMU_BUILD)/tests/test_graph_golden
