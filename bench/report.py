@@ -23,6 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_peers as RP  # noqa: E402
 import studydata as sd  # noqa: E402
 import verdicts as V  # noqa: E402
 
@@ -212,6 +213,7 @@ def render(outdir, figures_only=False, args=None):
     main = data.get(main_name, [])
     mainspec = by[main_name]
     base_curves, base_notes = baselines(outdir)
+    peer_runs = RP.load(outdir) if meta.get("peers") != "off" else {}  # bench/peers.py, this run
     seq_txt = ("sequence %s" % mainspec["seq"]) if mainspec["seq"] else "default length"
     main_desc = "%s, %s, %s" % (mainspec["model"], seq_txt, mainspec["dtype"])
     eager, graph, static = (sd.curve(main, m) for m in ("eager", "graph", "static"))
@@ -234,7 +236,7 @@ def render(outdir, figures_only=False, args=None):
             model_pts.append((label, sd.fnum(r1[0].get("macs")), sd.latency(r1[0])))
     if can_plot:
         figs["latency"] = plot.latency_vs_batch(outdir, main, "Latency vs batch: " + main_desc,
-                                                sorted(base_curves.items()))
+                                                sorted(base_curves.items()) + RP.curve_rows(peer_runs, sd.STAT))
         figs["band"] = plot.overhead_band(outdir, main, "Framework overhead, eager: " + main_desc)
         figs["share"] = plot.overhead_share(outdir, main, "Overhead share vs batch: " + main_desc)
         figs["models"] = plot.models_vs_macs(outdir, model_pts, data.get("model-bert-base", main),
@@ -305,7 +307,7 @@ def render(outdir, figures_only=False, args=None):
     # F1
     w("### F1: At small batch, eager latency is flat in batch size, then grows\n\n")
     w(fig_md(figs.get("latency", []), outdir, "latency vs batch"))
-    w(curve_table([("eager", eager), ("graph", graph), ("static", static)]))
+    w(curve_table([("eager", eager), ("graph", graph), ("static", static)] + RP.curve_rows(peer_runs, sd.STAT)))
     v = V.f1(eager)
     w("Eager plateau: latency within %.2fx of batch 1 up to batch %s.\n\n" % (
         V.T["plateau_factor"], V.plateau(eager)))
@@ -414,11 +416,13 @@ def render(outdir, figures_only=False, args=None):
                    ms(c.get(1)), "this report"])
     for k, c in sorted(base_curves.items()):
         t3.append(["peer baseline: " + k, ms(c.get(1)), "this report's host (hf_latency.py)"])
+    t3 += RP.table3_rows(peer_runs, sd.STAT)
     w(table(["runtime", "latency ms (batch 1)", "measured on"], t3))
     if base_notes:
         w("Peer baselines read: " + "; ".join(base_notes) + "\n\n")
     else:
         w("No peer baseline in this directory (bench/baselines/hf_latency.py --json DIR/baseline-*.json adds them).\n\n")
+    w(RP.section_md(peer_runs, sd.STAT, meta.get("peers_note")))
     w("## Files\n\n" + ", ".join(sorted(os.path.basename(p) for p in glob.glob(os.path.join(outdir, "*"))
                                         if p.endswith((".csv", ".json", ".png", ".svg")))) + "\n")
     with open(os.path.join(outdir, "report.md"), "w") as f:
@@ -446,6 +450,7 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=1, help="CPU threads (the paper's harness used 1)")
     ap.add_argument("--only", default="", help="comma-separated groups: " + ",".join(GROUPS))
     ap.add_argument("--no-sweeps", action="store_true", help="render from the CSVs already there")
+    ap.add_argument("--no-peers", action="store_true", help="no PyTorch/TorchScript/ONNX Runtime runs (PEERS=0)")
     ap.add_argument("--note", default=os.environ.get("REPORT_NOTE", ""), help="a line for the setup table")
     a = ap.parse_args(argv[1:])
     dtype = a.dtype or ("fp32" if a.device == "cpu" else "fp16")
@@ -473,10 +478,16 @@ def main(argv):
         failed = run_sweeps(a.tool, todo, a.device, a.dir, a.threads)
         for name, rc in failed:
             print("report: sweep %s had failed points or failed (exit %d): see %s/%s.log" % (name, rc, a.dir, name))
+    peer_jobs, peers_note = RP.plan(a.device, a.quick, next(s for s in sweeps if s["name"] == "main-" + dtype),
+                                    a.threads)
+    if a.no_peers:
+        peers_note = "not run (PEERS=0)"
+    elif peer_jobs and not a.no_sweeps and (not only or "main" in only):
+        RP.run(a.dir, a.tool, peer_jobs)
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
             "stat": "min" if a.device == "cpu" else "mean",
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,
-            "loadavg": [load0, loadavg()]}
+            "loadavg": [load0, loadavg()], "peers": "off" if a.no_peers else "on", "peers_note": peers_note}
     with open(meta_p, "w") as f:
         json.dump(meta, f, indent=1)
     return render(a.dir, args=a)

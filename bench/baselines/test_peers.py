@@ -17,6 +17,7 @@ with every runner. Skipped with a line naming what is missing otherwise.
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -143,7 +144,7 @@ def synthetic_result():
         rows += [row("ftengine-eager", b, 1.2 * k), row("ftengine-graph", b, 1.0 * k),
                  row("ftengine-static", b, 0.9 * k),
                  row("pytorch-eager", b, 2.0 * k), row("torchscript", b, 1.5 * k), row("ort-cpu", b, 0.8 * k)]
-    rows += [row("ftengine-eager", 1, 0.1, "overhead", size=1, ops=50), row("pytorch-eager", 1, 0.2, "overhead",
+    rows += [row("ftengine-eager", 1, 0.05, "overhead", size=1, ops=50), row("pytorch-eager", 1, 0.2, "overhead",
                                                                             size=1, ops=100),
              row("ort-cpu", 1, 0.05, "overhead", size=1, ops=None, status="failed", why="x")]
     return {"rows": rows, "host": "cpu", "cpus": 2, "loadavg": [0.5, 0.7], "commit": "abc1234", "skipped":
@@ -158,7 +159,7 @@ class Tables(unittest.TestCase):
         # batch 1: best of graph/static is static (0.9); / ORT 0.9 / 0.8
         self.assertIn("| static | 1.12 [0.92, 1.38] | 0.45 [0.37, 0.55] | 0.60 [0.49, 0.73] |", lines[2])
         ov = RP.overhead_md(synthetic_result())
-        self.assertIn("| ftengine-eager | 0.100 [0.090, 0.110] | 50 | 2.00 |", ov)
+        self.assertIn("| ftengine-eager | 0.050 [0.045, 0.055] | 50 | 1.00 |", ov)
         self.assertIn("| pytorch-eager | 0.200 [0.180, 0.220] | 100 | 2.00 |", ov)
         self.assertIn("| ort-cpu | - | - | - |", ov)
         pv = RP.provenance_md(synthetic_result())
@@ -188,6 +189,100 @@ class Cli(unittest.TestCase):
         self.assertEqual(sorted(s["peer"] for s in res["skipped"]), sorted(P.PEERS))
         for s in res["skipped"]:
             self.assertIn("not importable", s["why"])
+
+
+def write_sweeps(d, sweeps):
+    """Minimal sweep CSVs for report.render: every mode and batch ok, eager slower."""
+    import csv
+    cols = ["model", "mode", "batch", "length", "median_ms", "mean_ms", "min_ms", "status", "macs", "commit",
+            "device_label", "threads"]
+    for s in sweeps:
+        with open(os.path.join(d, s["name"] + ".csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            for mode in s["modes"].split(","):
+                for b in map(int, s["batches"].split(",")):
+                    lat = (3.0 if mode == "eager" else 2.0) * (1 + b / 16)
+                    w.writerow(dict(model=s["model"], mode=mode, batch=b, length=8, median_ms=lat, mean_ms=lat,
+                                    min_ms=lat, status="ok", macs=int(1e9 * b), commit="abc1234",
+                                    device_label="Test CPU", threads=1))
+
+
+class ReportIntegration(unittest.TestCase):
+    """bench/report.py with the peers: Table 3 rows, F1 curves, the section and its verdicts."""
+
+    def setUp(self):
+        import report
+        self.report = report
+        self.dir = tempfile.mkdtemp(prefix="ft_peers_report_")
+        self.sweeps = report.plan("cpu", "fp32", True)
+        write_sweeps(self.dir, self.sweeps)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def render(self, peers="on", note=None, pk=None):
+        with open(os.path.join(self.dir, "study.json"), "w") as f:
+            json.dump({"device": "cpu", "dtype": "fp32", "quick": True, "sweeps": self.sweeps, "peers": peers,
+                       "peers_note": note}, f)
+        if pk is not None:
+            with open(os.path.join(self.dir, "peers-main.json"), "w") as f:
+                json.dump(pk, f)
+        self.assertEqual(self.report.render(self.dir), 0)
+        with open(os.path.join(self.dir, "report.md")) as f:
+            return f.read()
+
+    def test_measured_rows_and_verdicts(self):
+        md = self.render(pk=synthetic_result())
+        t3 = md[md.index("## Table 3"):]
+        self.assertIn("paper: ONNX Runtime | 2.56", t3)  # the paper's rows stay, labelled
+        self.assertIn("| ONNX Runtime (CPU provider), bert-tiny length 8, fp32, 1 thread(s) | 0.800 [0.720, 0.880] "
+                      "| this host, same run (peers-main.json, x 1) |", t3)
+        f1 = md[md.index("### F1"):md.index("### F2")]
+        self.assertIn("| PyTorch eager (measured here) | 2.000 | - | 4.000 |", f1)
+        sec = md[md.index("## ftengine's modes against the frameworks"):]
+        verdicts = re.findall(r"^- \*\*(.+?): (holds|does not hold|inconclusive)\.\*\*", sec, re.M)
+        self.assertEqual(len(verdicts), 5, sec[:2000])
+        got = dict(verdicts)
+        self.assertEqual(got["ftengine's best of graph/static is at or below PyTorch eager at every batch"], "holds")
+        # 0.9 against 0.8 at batch 1: ratio 1.12, but its round interval [0.92, 1.38] straddles 1
+        self.assertEqual(got["ftengine's best of graph/static is at or below ONNX Runtime at every batch"],
+                         "inconclusive")
+        self.assertEqual(got["ftengine eager pays no more per op than PyTorch eager"], "holds")  # 1.00 vs 2.00 us
+        self.assertIn("| pytorch-eager | 0.200 [0.180, 0.220] | 100 | 2.00 |", sec)
+        self.assertIn("skipped ort-cpu: not installed", sec)
+
+    def test_peers_off_and_none_available(self):
+        md = self.render(peers="off", note="not run (PEERS=0)", pk=synthetic_result())
+        self.assertIn("No peer run in this report: not run (PEERS=0).", md)
+        self.assertNotIn("(measured here)", md)
+        none = {"rows": [], "skipped": [{"peer": "pytorch-eager", "why": "torch is not importable"}]}
+        md = self.render(pk=none)
+        self.assertIn("No peer could run on this host; each one skipped, with the reason:", md)
+        self.assertIn("- pytorch-eager: torch is not importable", md)
+
+    def test_plan_and_resume(self):
+        main = next(s for s in self.sweeps if s["name"] == "main-fp32")
+        jobs, why = RP.plan("cpu", True, main)
+        self.assertEqual([j["name"] for j in jobs], ["peers-main"])
+        self.assertEqual(jobs[0]["batches"], [int(b) for b in main["batches"].split(",")])
+        self.assertEqual((jobs[0]["models"], jobs[0]["seq"]), ([main["model"]], main["seq"]))
+        self.assertEqual([j["name"] for j in RP.plan("cpu", False, main)[0]], ["peers-main", "peers-paper"])
+        jobs_gpu, why = RP.plan("cuda", False, main)
+        self.assertEqual(jobs_gpu, [])
+        self.assertIn("hf_latency.py", why)
+        calls = []
+        saved = P.measure, P.ftengine_commit
+        P.measure = lambda *a, **k: calls.append(a) or {"rows": [], "skipped": [], "commit": "abc1234"}
+        P.ftengine_commit = lambda tool: "abc1234"
+        try:
+            RP.run(self.dir, sys.executable, jobs)
+            RP.run(self.dir, sys.executable, jobs)  # measured by this commit: kept
+            P.ftengine_commit = lambda tool: "abc1234-dirty"
+            RP.run(self.dir, sys.executable, jobs)  # a dirty tree is never trusted
+        finally:
+            P.measure, P.ftengine_commit = saved
+        self.assertEqual(len(calls), 2)
 
 
 STUB_ORT = '''

@@ -52,6 +52,7 @@ import torch_models as tm  # noqa: E402
 torch = tm.torch
 RUNTIMES = ("eager", "torchscript")
 OPSET = 14
+VIEW_RE = re.compile(r"->\s*\(?Tensor\([a-z]")  # a schema returning an alias of an input: a view
 
 
 class Wrapped(torch.nn.Module if torch is not None else object):
@@ -204,24 +205,30 @@ class Worker:
         return compare_outputs(got, self.named_outputs("eager", c.get("batch"), c.get("size")))
 
     def cmd_opcount(self, c):
+        """Ops of one forward: every aten op (aten_ops) and those that are not views
+        (compute_ops: a view's result aliases its input and launches no work, and
+        ftengine's kernel counts leave views out too)."""
         b, s, runtime = c.get("batch"), c.get("size"), c.get("runtime", "eager")
         if runtime == "torchscript":
-            g = self.scripted(b, s).graph
-            kinds = [n.kind() for n in g.nodes()]
-            compute = [k for k in kinds if k.startswith("aten::")]
-            return {"runtime": runtime, "nodes": len(kinds), "aten_nodes": len(compute)}
+            nodes = [n for n in self.scripted(b, s).graph.nodes() if n.kind().startswith("aten::")]
+            # views, and shape arithmetic (aten::size and friends return no tensor)
+            views = [n for n in nodes if VIEW_RE.search(n.schema())
+                     or not all(o.type().kind() == "TensorType" for o in n.outputs())]
+            return {"runtime": runtime, "aten_ops": len(nodes), "compute_ops": len(nodes) - len(views)}
         from torch.utils._python_dispatch import TorchDispatchMode
 
         class Count(TorchDispatchMode):
-            n = 0
+            n = views = 0
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 Count.n += 1
+                rets = func._schema.returns
+                Count.views += bool(rets and rets[0].alias_info is not None)
                 return func(*args, **(kwargs or {}))
         fn = self.forward_fn("eager", b, s)
         with torch.no_grad(), Count():
             fn()
-        return {"runtime": runtime, "aten_ops": Count.n}
+        return {"runtime": runtime, "aten_ops": Count.n, "compute_ops": Count.n - Count.views}
 
     def cmd_onnx_nodes(self, c):
         return onnx_nodes(c["path"])
