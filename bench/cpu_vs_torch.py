@@ -90,10 +90,16 @@ def main(argv=None):
     ap.add_argument("--overhead", action="store_true", help="also the host cost per op (bench/peers.py --overhead)")
     ap.add_argument("--md")
     ap.add_argument("--json")
+    ap.add_argument("--render", metavar="JSON", help="only print the tables of a saved --json run (with --stat)")
     ap.add_argument("--torch-libdir", help="directory searched first for torch's BLAS (default: an OpenBLAS "
                     "OpenMP build where bench/peers.py finds one)")
     ap.add_argument("--openblas-env", default="auto", help="auto, keep or a core name (bench/peers.py)")
     a = ap.parse_args(argv)
+    if a.render:
+        with open(a.render) as f:
+            res = json.load(f)
+        print(results_md(res, a.stat) + "\n" + RP.overhead_md(res, a.stat) + "\n" + RP.provenance_md(res))
+        return 0
     models = [m for m in a.models.split(",") if m]
     for m in models:
         if m not in MODELS:

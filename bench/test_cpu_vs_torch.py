@@ -13,7 +13,9 @@ architecture that must fail that check (so the check can fail); parameter
 counts equal to `ftengine info`'s for the presets; and a short side-by-side run
 where build/ftengine exists. Prints "RESULT: P passed, F failed, S skipped".
 """
+import contextlib
 import copy
+import io
 import json
 import os
 import shutil
@@ -45,6 +47,23 @@ class Parsing(unittest.TestCase):
                               "| 64.00 [57.60, 70.40] | 1.25 [1.02, 1.53] | 0.80 [0.65, 0.98] |")
         self.assertEqual(cvt.TABLE_HEAD.count("|"), 20)
         self.assertIn("ftengine / ORT", cvt.TABLE_HEAD)
+
+    def test_render_saved_run(self):
+        d = tempfile.mkdtemp(prefix="ft_cvt_")
+        try:
+            js = os.path.join(d, "run.json")
+            r = {"status": "ok", "model": "bert-base", "threads": 1, "batch": 1, "size": 128, "point": "curve"}
+            rows = [dict(r, peer=p, median_ms=v, median_lo_ms=v, median_hi_ms=v, min_ms=v / 2, min_lo_ms=v / 2,
+                         min_hi_ms=v / 2) for p, v in (("ftengine-graph", 80.0), ("ort-cpu", 100.0))]
+            with open(js, "w") as f:
+                json.dump({"rows": rows, "host": "h", "cpus": 2, "loadavg": [0, 0], "skipped": []}, f)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(cvt.main(["--render", js, "--stat", "min"]), 0)
+            self.assertIn("| bert-base | 1 | 1 | 40.00 [40.00, 40.00] (graph) | - | - | 50.00 [50.00, 50.00] "
+                          "| 0.80 [0.80, 0.80] | - |", out.getvalue())
+        finally:
+            shutil.rmtree(d)
 
     def test_no_torch_exits_cleanly(self):
         saved = cvt.torch, cvt.P.find_python
