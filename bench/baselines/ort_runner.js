@@ -12,6 +12,7 @@
 //   {"cmd":"load","model":"m.onnx"}                    a session (graph optimisations: all)
 //   {"cmd":"time","inputs":"in.safetensors","iters":N,"warmup":W}
 //   {"cmd":"run","inputs":"in.safetensors","out":"out.safetensors"}
+//   {"cmd":"end_profiling"}                             (with --profile) writes PREFIX_<date>.json
 // Session options: --threads N (intra-op; inter-op 1, sequential execution, the CPU
 // provider only), --opt all|extended|basic|disabled, --optimized-out FILE (the graph
 // after ORT's rewrites, to count its fused nodes), --profile PREFIX (ORT's per-node
@@ -172,6 +173,7 @@ class Runner {
       else if (c.cmd === 'load') r = await this.load(c);
       else if (c.cmd === 'time') r = await this.time(c);
       else if (c.cmd === 'run') r = await this.run(c);
+      else if (c.cmd === 'end_profiling') { this.session.endProfiling(); r = {}; }
       else throw new Error(`unknown command ${JSON.stringify(c.cmd)}`);
       r.ok = true;
       return r;

@@ -8,6 +8,7 @@ onnxruntime-node. Same line protocol and replies as ort_runner.js:
   {"cmd": "load", "model": "m.onnx"}          a session (graph optimisations: all)
   {"cmd": "time", "inputs": "in.safetensors", "iters": N, "warmup": W}
   {"cmd": "run", "inputs": "in.safetensors", "out": "out.safetensors"}
+  {"cmd": "end_profiling"}                    (with --profile) writes PREFIX_<date>.json
 
 Session options: --threads N (intra-op; inter-op 1, sequential execution, the CPU
 provider only), --opt all|extended|basic|disabled, --optimized-out FILE, --profile
@@ -99,6 +100,9 @@ class Runner:
             run(None, f)
             ts.append((time.perf_counter() - t0) * 1e3)
         return {"first_ms": first, "warmup": warmup, "samples_ms": ts}
+
+    def cmd_end_profiling(self, c):
+        return {"profile": self.session.end_profiling()}
 
     def cmd_run(self, c):
         names = [o.name for o in self.session.get_outputs()]

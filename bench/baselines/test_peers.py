@@ -191,6 +191,55 @@ class Cli(unittest.TestCase):
             self.assertIn("not importable", s["why"])
 
 
+class Profiles(unittest.TestCase):
+    def test_parsers_and_groups(self):
+        import profile_peers as PP
+        text = ("profile: host time per iteration (us): ops 73.7\n"
+                "profile: op (per iter)       calls    host us   us/call    check\n"
+                "profile: linear                9.0       60.9      6.77      0.0\n"
+                "profile: attention             2.0        5.1      2.54      0.0\n"
+                "memory: x\n")
+        ph = PP.parse_phases(text)
+        self.assertEqual(sorted(ph), ["attention", "linear"])
+        self.assertAlmostEqual(ph["linear"], 0.0609)
+        self.assertAlmostEqual(ph["attention"], 0.0051)
+        d = tempfile.mkdtemp(prefix="ft_peers_")
+        try:
+            p = os.path.join(d, "prof.json")
+            run = {"cat": "Session", "name": "model_run"}
+            node = {"cat": "Node", "name": "x_kernel_time"}
+            ev = [dict(run, ts=0), dict(node, ts=1, dur=5000, args={"op_name": "MatMul"}),
+                  dict(run, ts=10), dict(node, ts=11, dur=2000, args={"op_name": "MatMul"}),
+                  dict(node, ts=12, dur=1000, args={"op_name": "Softmax"}),
+                  dict(run, ts=20), dict(node, ts=21, dur=4000, args={"op_name": "MatMul"})]
+            with open(p, "w") as f:
+                json.dump(ev, f)
+            ops = PP.ort_ops(p)  # the first run is left out, the others averaged
+            self.assertEqual(ops, {"MatMul": 3.0, "Softmax": 0.5})
+            self.assertEqual(PP.grouped({"aten::addmm": 1.0, "FusedConv": 2.0, "Softmax": 0.5, "linear": 1.0,
+                                         "SkipLayerNormalization": 0.25, "Gather": 0.1}),
+                             {"matmul": 2.0, "conv": 2.0, "attention": 0.5, "norm": 0.25, "other": 0.1})
+        finally:
+            shutil.rmtree(d)
+
+    @unittest.skipIf(TPY is None, NO_TORCH)
+    @unittest.skipUnless(os.path.exists(TOOL), NO_TOOL)
+    def test_profile_smoke(self):
+        import profile_peers as PP
+        d = tempfile.mkdtemp(prefix="ft_peers_prof_")
+        try:
+            res = PP.profile("bert-tiny", 1, 8, 1, TOOL, iters=2, cache=d)
+        finally:
+            shutil.rmtree(d)
+        rts = res["runtimes"]
+        self.assertGreater(rts["ftengine-graph"]["groups"]["matmul"], 0)
+        self.assertGreater(rts["pytorch-eager"]["groups"]["matmul"], 0)
+        if "ort-cpu" in rts:
+            self.assertGreater(rts["ort-cpu"]["groups"]["matmul"], 0)
+        else:
+            self.assertTrue(any(s["runtime"] == "ort-cpu" for s in res["skipped"]))
+
+
 def write_sweeps(d, sweeps):
     """Minimal sweep CSVs for report.render: every mode and batch ok, eager slower."""
     import csv

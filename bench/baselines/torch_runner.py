@@ -27,6 +27,8 @@ stdout ({"ok": false, "error": ...} on failure). Commands:
   {"cmd": "run", "runtime": R, "batch": B, "size": S, "out": P}   outputs to a safetensors file
   {"cmd": "opcount", "runtime": R, "batch": B, "size": S}  aten ops (eager) / graph nodes per forward
   {"cmd": "onnx_nodes", "path": P}                  node count and op types of an ONNX file
+  {"cmd": "profile", "runtime": R, "batch": B, "size": S, "iters": N}
+                                                    self CPU ms per aten op and forward (torch.profiler)
 
 With --case DIR (a tests/golden/<arch> folder) the inputs are the case's own and
 batch/size are ignored. Needs torch (Debian's python3-torch is enough); onnx for
@@ -229,6 +231,21 @@ class Worker:
         with torch.no_grad(), Count():
             fn()
         return {"runtime": runtime, "aten_ops": Count.n, "compute_ops": Count.n - Count.views}
+
+    def cmd_profile(self, c):
+        """Self CPU time per aten op and forward under torch.profiler (eager or TorchScript)."""
+        b, s, runtime = c.get("batch"), c.get("size"), c.get("runtime", "eager")
+        iters = int(c.get("iters", 3))
+        fn = self.forward_fn(runtime, b, s)
+        with torch.no_grad():
+            for _ in range(3):
+                fn()
+            for _ in range(2):  # the first profiled session pays the profiler's own start-up: dropped
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                    for _ in range(iters):
+                        fn()
+        ops = {e.key: e.self_cpu_time_total / 1e3 / iters for e in prof.key_averages()}
+        return {"runtime": runtime, "iters": iters, "self_ms": dict(sorted(ops.items(), key=lambda kv: -kv[1]))}
 
     def cmd_onnx_nodes(self, c):
         return onnx_nodes(c["path"])
