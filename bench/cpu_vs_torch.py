@@ -49,7 +49,8 @@ TABLE_HEAD = ("| model | batch | threads | ftengine best, ms | PyTorch eager, ms
 
 def kind(name):
     """text, vision or speech: what --seq means for ftengine bench (tokens, image side, samples)."""
-    return P.kind_of(name)
+    return P.kind_of(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        os.environ.get("FT_BUILD") or "build", "ftengine"))
 
 
 def build_torch(name):

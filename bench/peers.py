@@ -181,8 +181,17 @@ def worker_env(threads, libdir=None, openblas="auto"):
     return env
 
 
-def kind_of(model):
-    """text, vision or speech: what ftengine's --seq means for this preset."""
+KIND_WORDS = {"tokens": "text", "image side": "vision", "samples": "speech"}  # `ftengine info`'s length unit
+
+
+def kind_of(model, tool=None):
+    """text, vision or speech: what ftengine's --seq means for this preset; `ftengine info`
+    says it where the tool is at hand, else the architecture's model_type does."""
+    if tool and os.path.exists(tool):
+        out, _ = _probe([tool, "info", model])
+        m = re.search(r"\((tokens|image side|samples)\)", out or "")
+        if m:
+            return KIND_WORDS[m.group(1)]
     mt = tb.PRESETS[model][0] if model in tb.PRESETS else model
     if mt in ("resnet", "vit", "convnext", "mobilenet_v2", "efficientnet") or "pixel" in mt:
         return "vision"
@@ -624,7 +633,7 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
     cfg = dict(iters=iters, warmup=warmup, seed=seed, cache=cache, logdir=logdir, libdir=libdir, openblas=openblas,
                key=source_key())
     for model in models:
-        kind = kind_of(model)
+        kind = kind_of(model, tool)
         size = {"text": seq, "vision": image, "speech": samples}[kind] or DEFAULT_SIZES[kind]
         run_peers = list(avail)
         if check and run_peers:
