@@ -95,6 +95,8 @@ def main(argv=None):
     ap.add_argument("--torch-libdir", help="directory searched first for torch's BLAS (default: an OpenBLAS "
                     "OpenMP build where bench/peers.py finds one)")
     ap.add_argument("--openblas-env", default="auto", help="auto, keep or a core name (bench/peers.py)")
+    ap.add_argument("--omp-wait", default="same", choices=("same", "default"), help="bench/peers.py --omp-wait")
+    ap.add_argument("--ort-spinning", default="on", choices=("on", "off"))
     a = ap.parse_args(argv)
     if a.render:
         with open(a.render) as f:
@@ -115,7 +117,8 @@ def main(argv=None):
     res = P.measure(models, [int(b) for b in a.batch.split(",")], [int(t) for t in a.threads.split(",")],
                     rounds=a.rounds, iters=a.iters, warmup=a.warmup, peers=a.peers.split(","),
                     ft_modes=a.modes.split(","), tool=a.tool, seq=a.seq, image=a.image, samples=a.samples,
-                    overhead=a.overhead, libdir=a.torch_libdir, openblas=a.openblas_env)
+                    overhead=a.overhead, libdir=a.torch_libdir, openblas=a.openblas_env, omp_wait=a.omp_wait,
+                    ort_spinning=a.ort_spinning == "on", save=a.json)
     table = results_md(res, a.stat)
     md = table + "\n" + RP.overhead_md(res, a.stat) + "\n" + RP.provenance_md(res)
     print(md)

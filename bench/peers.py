@@ -65,6 +65,7 @@ DEFAULT_SIZES = {"text": 128, "vision": 224, "speech": 32000}
 MIN_SIZES = {"text": 1, "vision": 32, "speech": 400}  # the overhead comparison's near-zero-compute shapes
 OPENBLAS_DEB_DIR = "usr/lib/x86_64-linux-gnu/openblas-openmp"
 LOCAL_BLAS = os.path.join(ROOT, "build", "peers", "openblas")
+TOOL_SPINCOUNT = "1000"  # tools/omp_policy.c FT_TOOL_SPINCOUNT: the tool's OpenMP wait when the user sets none
 TIMEOUT_S = float(os.environ.get("FT_PEERS_TIMEOUT", "900"))
 
 
@@ -164,13 +165,18 @@ def fetch_openblas():
     return os.path.join(LOCAL_BLAS, OPENBLAS_DEB_DIR)
 
 
-def worker_env(threads, libdir=None, openblas="auto"):
+def worker_env(threads, libdir=None, openblas="auto", omp_wait="same"):
     """A worker's environment: every pool (OpenMP, OpenBLAS, MKL) at `threads`, set before
     the runtime loads; the OpenBLAS pins as `openblas` says (auto: dropped, so OpenBLAS
-    detects the CPU as a normal install does; keep; or a core name)."""
+    detects the CPU as a normal install does; keep; or a core name); OpenMP's wait policy
+    as `omp_wait` says (same: the one `ftengine bench` runs with, GOMP_SPINCOUNT=1000 unless
+    the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, so both sides' libgomp teams wait alike;
+    default: libgomp's own, whose 300000 spins stall a team on a loaded host)."""
     env = dict(os.environ)
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS"):
         env[v] = str(threads)
+    if omp_wait == "same" and not (env.get("OMP_WAIT_POLICY") or env.get("GOMP_SPINCOUNT")):
+        env["GOMP_SPINCOUNT"] = TOOL_SPINCOUNT
     if openblas == "auto":
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
@@ -277,11 +283,13 @@ def torch_worker(py, env, logdir, tag, model=None, case=None, seed=0, threads=1)
     return Worker("torch-" + tag, cmd, env, logdir)
 
 
-def ort_worker(route, exe, threads, logdir, tag, optimized_out=None):
+def ort_worker(route, exe, threads, logdir, tag, optimized_out=None, spinning=True):
     script = "ort_runner.py" if route == "python" else "ort_runner.js"
     cmd = [exe, os.path.join(BASE, script), "--threads", str(threads), "--serve"]
     if optimized_out:
         cmd += ["--optimized-out", optimized_out]
+    if not spinning:
+        cmd.append("--no-spin")
     env = worker_env(threads)
     return Worker("ort-" + tag, cmd, env, logdir)
 
@@ -337,7 +345,7 @@ def summarize(rounds):
 # --------------------------------------------------------------------------- the golden preflight
 
 
-def golden_check(model, peers, tool, tpy, ort, cache, logdir, libdir, openblas):
+def golden_check(model, peers, tool, tpy, ort, cache, logdir, libdir, openblas, omp_wait="same"):
     """{peer: (ok, [lines])}: each peer's outputs on the golden case of the model's
     architecture against `ftengine run`'s (graph mode), under the golden criterion."""
     case = golden_case(model)
@@ -371,7 +379,7 @@ def golden_check(model, peers, tool, tpy, ort, cache, logdir, libdir, openblas):
     tw = None
     try:
         if any(p in peers for p in ("pytorch-eager", "torchscript", "ort-cpu")):
-            tw = torch_worker(tpy, worker_env(1, libdir, openblas), logdir, "golden", case=case)
+            tw = torch_worker(tpy, worker_env(1, libdir, openblas, omp_wait), logdir, "golden", case=case)
         for peer, rt in (("pytorch-eager", "eager"), ("torchscript", "torchscript")):
             if peer in peers:
                 out = os.path.join(cache, "golden-%s-%s.safetensors" % (arch, peer))
@@ -441,6 +449,18 @@ def loadavg():
         return None
 
 
+def cell_config(iters, warmup, seed=0, cache=None, logdir=None, libdir=None, openblas="auto", omp_wait="same",
+                ort_spinning=True):
+    """What a Cell's runners share: timing protocol, the ONNX export cache (build/peers/onnx
+    by default), the workers' log folder, torch's BLAS directory and the wait policies."""
+    cache = cache or os.path.join(ROOT, "build", "peers", "onnx")
+    logdir = logdir or tempfile.mkdtemp(prefix="ft_peers_log_")
+    os.makedirs(cache, exist_ok=True)
+    os.makedirs(logdir, exist_ok=True)
+    return dict(iters=iters, warmup=warmup, seed=seed, cache=cache, logdir=logdir, libdir=libdir, openblas=openblas,
+                key=source_key(), omp_wait=omp_wait, ort_spinning=ort_spinning)
+
+
 class Cell:
     """The runners of one (model, threads): workers kept for the rounds, each point's
     first timing preceded by its output check."""
@@ -456,15 +476,15 @@ class Cell:
         tag = "%s-t%d" % (model, threads)
         if any(p in peers for p in PEERS):
             try:
-                self.tw = torch_worker(tpy, worker_env(threads, cfg["libdir"], cfg["openblas"]), cfg["logdir"], tag,
-                                       model=model, seed=cfg["seed"], threads=threads)
+                self.tw = torch_worker(tpy, worker_env(threads, cfg["libdir"], cfg["openblas"], cfg["omp_wait"]),
+                                       cfg["logdir"], tag, model=model, seed=cfg["seed"], threads=threads)
                 self.info["torch"] = self.tw.ask(cmd="info")
             except RuntimeError as e:
                 for p in PEERS:
                     self.failed[p] = "torch worker: %s" % e
         if "ort-cpu" in peers and "ort-cpu" not in self.failed:
             try:
-                self.ow = ort_worker(ort[0], ort[1], threads, cfg["logdir"], tag)
+                self.ow = ort_worker(ort[0], ort[1], threads, cfg["logdir"], tag, spinning=cfg["ort_spinning"])
                 self.info["ort"] = self.ow.ask(cmd="info")
             except RuntimeError as e:
                 self.failed["ort-cpu"] = "ORT worker: %s" % e
@@ -583,9 +603,10 @@ def runner_info(cell, runner, commit):
 
 def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=PEERS, ft_modes=("graph", "static"),
             tool=None, seq=None, image=None, samples=None, overhead=False, check=True, seed=0, cache=None,
-            libdir=None, openblas="auto", logdir=None):
+            libdir=None, openblas="auto", logdir=None, omp_wait="same", ort_spinning=True, save=None):
     """Every runner on every (model, threads, batch) point, rounds interleaved; returns the
-    result dict (rows, skipped, checks, provenance) that --json writes."""
+    result dict (rows, skipped, checks, provenance) that --json writes, also written to
+    `save` after every (model, threads) cell (a long run keeps what it measured)."""
     peers, ft_modes = [p for p in peers if p], [m for m in ft_modes if m]
     res = {"schema": "ftengine-peers/1", "host": host_cpu(), "cpus": os.cpu_count(),
            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg": [loadavg()],
@@ -627,17 +648,19 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
         res["torch_libdir"] = libdir
         res["openblas_env"] = {"policy": openblas, "host OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
                                "host OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE")}
-    cache = cache or os.path.join(ROOT, "build", "peers", "onnx")
-    os.makedirs(cache, exist_ok=True)
-    logdir = logdir or tempfile.mkdtemp(prefix="ft_peers_log_")
-    cfg = dict(iters=iters, warmup=warmup, seed=seed, cache=cache, logdir=logdir, libdir=libdir, openblas=openblas,
-               key=source_key())
+    cfg = cell_config(iters, warmup, seed, cache, logdir, libdir, openblas, omp_wait, ort_spinning)
+    cache, logdir = cfg["cache"], cfg["logdir"]
+    res["omp_wait"] = ("GOMP_SPINCOUNT=%s for the torch workers, as `ftengine bench` runs" % TOOL_SPINCOUNT
+                       if omp_wait == "same" and not (os.environ.get("OMP_WAIT_POLICY") or
+                                                      os.environ.get("GOMP_SPINCOUNT"))
+                       else "the environment's / libgomp's default for every side")
+    res["ort_spinning"] = "ORT default (intra-op threads spin)" if ort_spinning else "off (allow_spinning=0)"
     for model in models:
         kind = kind_of(model, tool)
         size = {"text": seq, "vision": image, "speech": samples}[kind] or DEFAULT_SIZES[kind]
         run_peers = list(avail)
         if check and run_peers:
-            g, why = golden_check(model, run_peers, tool, tpy, ort, cache, logdir, libdir, openblas)
+            g, why = golden_check(model, run_peers, tool, tpy, ort, cache, logdir, libdir, openblas, omp_wait)
             res["golden"][model] = {"how": why, "peers": {p: {"match": ok, "lines": ln} for p, (ok, ln) in
                                                           (g or {}).items()}}
             for p, (ok, lines) in (g or {}).items():
@@ -696,6 +719,10 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
                 res["info_%s_t%d" % (model, t)] = cell.info
             finally:
                 cell.close()
+            if save:
+                with open(save + ".tmp", "w") as f:
+                    json.dump(res, f, indent=1)
+                os.replace(save + ".tmp", save)
     res["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     res["loadavg"].append(loadavg())
     return res
@@ -725,6 +752,9 @@ def main(argv=None):
                     "or a core name")
     ap.add_argument("--fetch-openblas", action="store_true", help="apt-get download Debian's OpenBLAS (OpenMP) and "
                     "unpack it under build/peers/openblas (nothing installed)")
+    ap.add_argument("--omp-wait", default="same", choices=("same", "default"), help="same: torch's OpenMP waits "
+                    "as ftengine bench's does (GOMP_SPINCOUNT=%s unless set); default: libgomp's" % TOOL_SPINCOUNT)
+    ap.add_argument("--ort-spinning", default="on", choices=("on", "off"), help="ORT's intra-op spinning")
     ap.add_argument("--stat", default="median", choices=("median", "min", "mean"))
     ap.add_argument("--json")
     ap.add_argument("--md")
@@ -754,7 +784,8 @@ def main(argv=None):
         res = measure(models, batches, threads, rounds=a.rounds, iters=a.iters, warmup=a.warmup,
                       peers=a.peers.split(","), ft_modes=a.ftengine_modes.split(","), tool=a.tool, seq=a.seq,
                       image=a.image, samples=a.samples, overhead=a.overhead, check=not a.no_check, seed=a.seed,
-                      cache=a.cache, libdir=a.torch_libdir, openblas=a.openblas_env)
+                      cache=a.cache, libdir=a.torch_libdir, openblas=a.openblas_env, omp_wait=a.omp_wait,
+                      ort_spinning=a.ort_spinning == "on", save=a.json)
     except ValueError as e:
         print("peers: %s" % e, file=sys.stderr)
         return 2

@@ -112,6 +112,8 @@ def provenance_md(res):
         lines.append("%s: %s %s, %s, %s thread(s), %s%s" % (
             r["peer"], r.get("runtime"), r.get("version"), r.get("provider"), r.get("threads"), r.get("backend"),
             ", via %s" % r["route"] if r.get("route") else ""))
+    if res.get("omp_wait"):
+        lines.append("OpenMP wait: %s; ORT spinning: %s" % (res["omp_wait"], res.get("ort_spinning")))
     if res.get("torch_python"):
         lines.append("torch python: %s; BLAS directory first: %s; OpenBLAS environment: %s" % (
             res["torch_python"], res.get("torch_libdir") or "none (the system libblas.so.3)", res.get("openblas_env")))

@@ -14,7 +14,8 @@
 //   {"cmd":"run","inputs":"in.safetensors","out":"out.safetensors"}
 //   {"cmd":"end_profiling"}                             (with --profile) writes PREFIX_<date>.json
 // Session options: --threads N (intra-op; inter-op 1, sequential execution, the CPU
-// provider only), --opt all|extended|basic|disabled, --optimized-out FILE (the graph
+// provider only), --no-spin (intra-op threads block instead of spinning between
+// runs), --opt all|extended|basic|disabled, --optimized-out FILE (the graph
 // after ORT's rewrites, to count its fused nodes), --profile PREFIX (ORT's per-node
 // profile of every run).
 'use strict';
@@ -71,7 +72,7 @@ function writeSafetensors(file, tensors) {
 }
 
 function parseArgs(argv) {
-  const a = { threads: 1, opt: 'all', serve: false, commands: [], optimizedOut: null, profile: null };
+  const a = { threads: 1, opt: 'all', serve: false, commands: [], optimizedOut: null, profile: null, spin: true };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     if (v === '--threads') a.threads = parseInt(argv[++i], 10);
@@ -79,6 +80,7 @@ function parseArgs(argv) {
     else if (v === '--optimized-out') a.optimizedOut = argv[++i];
     else if (v === '--profile') a.profile = argv[++i];
     else if (v === '--serve') a.serve = true;
+    else if (v === '--no-spin') a.spin = false;
     else if (v.startsWith('--')) throw new Error(`unknown option ${v}`);
     else a.commands.push(v);
   }
@@ -101,6 +103,7 @@ class Runner {
                 interOpNumThreads: 1, executionMode: 'sequential' };
     if (this.a.optimizedOut) o.optimizedModelFilePath = this.a.optimizedOut;
     if (this.a.profile) { o.enableProfiling = true; o.profileFilePrefix = this.a.profile; }
+    if (!this.a.spin) o.extra = { session: { intra_op: { allow_spinning: '0' } } };
     return o;
   }
 
@@ -109,7 +112,7 @@ class Runner {
     try { pkg = require('onnxruntime-node/package.json').version; } catch (e) { /* older layouts */ }
     return { runtime: 'ONNX Runtime', route: `onnxruntime-node ${pkg} (Node ${process.version})`,
              version: (this.ort.env.versions && this.ort.env.versions.node) || pkg, provider: 'CPUExecutionProvider',
-             threads: this.a.threads, inter_op_threads: 1, graph_optimization: this.a.opt,
+             threads: this.a.threads, inter_op_threads: 1, graph_optimization: this.a.opt, spinning: this.a.spin,
              backend: 'MLAS (ORT\'s own kernels)', arch: `${process.platform}-${process.arch}` };
   }
 

@@ -11,7 +11,7 @@ onnxruntime-node. Same line protocol and replies as ort_runner.js:
   {"cmd": "end_profiling"}                    (with --profile) writes PREFIX_<date>.json
 
 Session options: --threads N (intra-op; inter-op 1, sequential execution, the CPU
-provider only), --opt all|extended|basic|disabled, --optimized-out FILE, --profile
+provider only), --no-spin (allow_spinning 0), --opt all|extended|basic|disabled, --optimized-out FILE, --profile
 PREFIX. Needs onnxruntime and numpy (which it depends on); inputs and outputs are
 safetensors files (bench/baselines/st.py).
 
@@ -47,6 +47,8 @@ class Runner:
         o.execution_mode = self.ort.ExecutionMode.ORT_SEQUENTIAL
         if self.a.optimized_out:
             o.optimized_model_filepath = self.a.optimized_out
+        if self.a.no_spin:
+            o.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self.a.profile:
             o.enable_profiling = True
             o.profile_file_prefix = self.a.profile
@@ -56,6 +58,7 @@ class Runner:
         return {"runtime": "ONNX Runtime", "route": "onnxruntime (Python %d.%d)" % sys.version_info[:2],
                 "version": self.ort.__version__, "provider": "CPUExecutionProvider", "threads": self.a.threads,
                 "inter_op_threads": 1, "graph_optimization": self.a.opt, "backend": "MLAS (ORT's own kernels)",
+                "spinning": not self.a.no_spin,
                 "available_providers": list(self.ort.get_available_providers())}
 
     def cmd_load(self, c):
@@ -131,6 +134,7 @@ def main(argv=None):
     ap.add_argument("--optimized-out")
     ap.add_argument("--profile")
     ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--no-spin", action="store_true", help="intra-op threads block instead of spinning")
     ap.add_argument("commands", nargs="*")
     a = ap.parse_args(argv)
     try:

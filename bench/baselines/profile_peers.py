@@ -100,9 +100,7 @@ def profile(model, b, s, threads, tool, modes=("graph",), iters=5, cache=None, l
         skipped.append(("pytorch-eager, ort-cpu", why))
         return finish(out, skipped)
     logdir = tempfile.mkdtemp(prefix="ft_prof_")
-    cfg = dict(iters=iters, warmup=1, seed=0, cache=cache or os.path.join(P.ROOT, "build", "peers", "onnx"),
-               logdir=logdir, libdir=P.torch_libdir(libdir), openblas=openblas, key=P.source_key())
-    os.makedirs(cfg["cache"], exist_ok=True)
+    cfg = P.cell_config(iters, 1, cache=cache, logdir=logdir, libdir=P.torch_libdir(libdir), openblas=openblas)
     ort = P.find_ort()
     cell = P.Cell(model, s, threads, ["pytorch-eager"], [], tool, tpy, ort, cfg)
     try:

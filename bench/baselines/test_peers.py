@@ -116,12 +116,20 @@ class Environment(unittest.TestCase):
             self.assertTrue(env["LD_LIBRARY_PATH"].startswith("/nonexistent/lib"))
             self.assertEqual(P.worker_env(1, openblas="keep")["OPENBLAS_CORETYPE"], "Haswell")
             self.assertEqual(P.worker_env(1, openblas="SkylakeX")["OPENBLAS_CORETYPE"], "SkylakeX")
+            if not (os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")):
+                self.assertEqual(env["GOMP_SPINCOUNT"], P.TOOL_SPINCOUNT)  # as ftengine bench waits
+                self.assertNotIn("GOMP_SPINCOUNT", P.worker_env(1, omp_wait="default"))
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+    def test_spincount_is_the_tools(self):
+        with open(os.path.join(ROOT, "tools", "omp_policy.c")) as f:
+            m = re.search(r'#define FT_TOOL_SPINCOUNT "(\d+)"', f.read())
+        self.assertEqual(m.group(1), P.TOOL_SPINCOUNT)
 
     def test_kinds_and_golden_cases(self):
         self.assertEqual(P.kind_of("bert-base"), "text")
@@ -343,7 +351,8 @@ __version__ = "0.0-stub"
 class _Opt:
     pass
 class SessionOptions(_Opt):
-    pass
+    def add_session_config_entry(self, k, v):
+        CONFIG[k] = v
 class GraphOptimizationLevel:
     ORT_ENABLE_ALL = 99
     ORT_ENABLE_EXTENDED = 2
@@ -357,6 +366,7 @@ class _Meta:
     def __init__(self, n):
         self.name = n
 LOADS = []
+CONFIG = {}
 class InferenceSession:
     def __init__(self, path, sess_options=None, providers=None):
         assert sess_options.graph_optimization_level == 99 and sess_options.inter_op_num_threads == 1
@@ -368,6 +378,7 @@ class InferenceSession:
         return [_Meta("y")]
     def run(self, names, feeds):
         import numpy
+        assert CONFIG.get("session.intra_op.allow_spinning") == "0"
         x = feeds["x"]
         return [numpy.Arr([2 * v + self.threads for v in x.vals], x.shape, "float32")]
 '''
@@ -403,7 +414,7 @@ class OrtRunnerProtocol(unittest.TestCase):
                     {"cmd": "load", "model": "m.onnx"}, {"cmd": "time", "inputs": inp, "iters": 3, "warmup": 1},
                     {"cmd": "run", "inputs": inp, "out": out}, {"cmd": "fly"}]
             env = dict(os.environ, PYTHONPATH=d)
-            r = subprocess.run([sys.executable, os.path.join(HERE, "ort_runner.py"), "--threads", "3"] +
+            r = subprocess.run([sys.executable, os.path.join(HERE, "ort_runner.py"), "--threads", "3", "--no-spin"] +
                                [json.dumps(c) for c in cmds], capture_output=True, text=True, env=env, timeout=60)
             rep = [json.loads(ln) for ln in r.stdout.splitlines()]
             self.assertEqual(rep[0], {"ok": True, "ready": "onnxruntime"})
