@@ -567,6 +567,8 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
         runners = ["ftengine-" + m for m in ft_modes] + run_peers
         for t in threads_list:
             cell = Cell(model, size, t, run_peers, ft_modes, tool, tpy, ort, cfg)
+            stamp = dict(model=model, threads=t, started=time.strftime("%H:%M:%S", time.gmtime()),
+                         loadavg=[loadavg()])
             data = {}
             notes = {}
             try:
@@ -608,6 +610,8 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
                 res["info_%s_t%d" % (model, t)] = cell.info
             finally:
                 cell.close()
+                stamp.update(finished=time.strftime("%H:%M:%S", time.gmtime()), loadavg=stamp["loadavg"] + [loadavg()])
+                res.setdefault("cells", []).append(stamp)
             if save:
                 with open(save + ".tmp", "w") as f:
                     json.dump(res, f, indent=1)

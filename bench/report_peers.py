@@ -101,7 +101,8 @@ def overhead_md(res, stat="median"):
 
 
 def provenance_md(res):
-    lines = ["host: %s (%s CPUs), load average %s .. %s" % (res["host"], res["cpus"], *res["loadavg"]),
+    lines = ["host: %s (%s CPUs), load average %s" % (res.get("host"), res.get("cpus"),
+                                                    " .. ".join(str(x) for x in res.get("loadavg", []))),
              "ftengine commit: %s" % res.get("commit")]
     seen = set()
     for r in res["rows"]:
@@ -112,6 +113,9 @@ def provenance_md(res):
         lines.append("%s: %s %s, %s, %s thread(s), %s%s" % (
             r["peer"], r.get("runtime"), r.get("version"), r.get("provider"), r.get("threads"), r.get("backend"),
             ", via %s" % r["route"] if r.get("route") else ""))
+    for c in res.get("cells", []):
+        lines.append("cell %s t%d: %s .. %s UTC, load average %s .. %s" % (c["model"], c["threads"], c["started"],
+                                                                       c["finished"], *c["loadavg"]))
     if res.get("omp_wait"):
         lines.append("OpenMP wait: %s; ORT spinning: %s" % (res["omp_wait"], res.get("ort_spinning")))
     if res.get("torch_python"):
