@@ -91,7 +91,7 @@ def main(argv=None):
     ap.add_argument("--overhead", action="store_true", help="also the host cost per op (bench/peers.py --overhead)")
     ap.add_argument("--md")
     ap.add_argument("--json")
-    ap.add_argument("--render", metavar="JSON", help="only print the tables of a saved --json run (with --stat)")
+    ap.add_argument("--render", metavar="JSON[,JSON]", help="only print the tables of saved --json runs (with --stat)")
     ap.add_argument("--torch-libdir", help="directory searched first for torch's BLAS (default: an OpenBLAS "
                     "OpenMP build where bench/peers.py finds one)")
     ap.add_argument("--openblas-env", default="auto", help="auto, keep or a core name (bench/peers.py)")
@@ -99,8 +99,16 @@ def main(argv=None):
     ap.add_argument("--ort-spinning", default="on", choices=("on", "off"))
     a = ap.parse_args(argv)
     if a.render:
-        with open(a.render) as f:
-            res = json.load(f)
+        res = None
+        for path in a.render.split(","):  # several runs' rows in one table
+            with open(path) as f:
+                r = json.load(f)
+            if res is None:
+                res = r
+            else:
+                for k in ("rows", "skipped", "cells"):
+                    res.setdefault(k, []).extend(r.get(k, []))
+                res["golden"] = dict(res.get("golden", {}), **r.get("golden", {}))
         print(results_md(res, a.stat) + "\n" + RP.overhead_md(res, a.stat) + "\n" + RP.provenance_md(res))
         return 0
     models = [m for m in a.models.split(",") if m]

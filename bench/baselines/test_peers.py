@@ -532,6 +532,31 @@ class GoldenAgainstFtengine(unittest.TestCase):
         self.assertFalse(st.compare("last_hidden_state", got["last_hidden_state"], want["last_hidden_state"])[0])
 
 
+CHECK_SNIPPET = r"""
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import torch_runner as tr
+g = torch.Generator().manual_seed(0)
+big = torch.randn(4, 1000, generator=g) * 4000          # a real-size ResNet's magnitudes
+small = torch.randn(4, 1000, generator=g)
+res = [tr.compare_outputs({"y": big + 0.01 * torch.randn(4, 1000, generator=g)}, {"y": big})["match"],
+       tr.compare_outputs({"y": big * (1 + 1e-4)}, {"y": big})["match"],
+       tr.compare_outputs({"y": small + 2e-4}, {"y": small})["match"],
+       tr.compare_outputs({"y": small + 2e-6}, {"y": small})["match"],
+       tr.compare_outputs({"y": small[:2]}, {"y": small})["match"]]
+print(res)
+"""
+
+
+@unittest.skipIf(TPY is None, NO_TORCH)
+class PerShapeCheck(unittest.TestCase):
+    def test_scaled_criterion(self):
+        # summation-order noise at RMS 4000 passes; a 1e-4 relative error, 2e-4 on unit-sized
+        # outputs (the golden criterion there) and a shape change fail
+        r = subprocess.run([TPY, "-c", CHECK_SNIPPET, HERE], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "[True, False, False, True, False]", r.stderr[-500:])
+
+
 @unittest.skipIf(TPY is None, NO_TORCH)
 @unittest.skipUnless(os.path.exists(TOOL), NO_TOOL)
 class InterleavedRun(unittest.TestCase):
