@@ -27,8 +27,10 @@ A missing framework is skipped with a line saying why; without torch at all the
 script says so and exits 0. The C build and tests never run it. On a quiet host,
 the recorded table of docs/results/2026-11-26-peers-cpu.md is rerun with
 
+    make && npm --prefix bench/baselines install --ignore-scripts
     /usr/bin/python3 bench/cpu_vs_torch.py --models bert-base,distilbert-base,resnet-50 \\
-        --threads 1,2 --batch 1,8 --rounds 5 --iters 10 --md table.md --json out.json
+        --threads 1,2 --batch 1,8 --rounds 5 --iters 10 --overhead --fetch-openblas \\
+        --md table.md --json out.json
 """
 import argparse
 import json
@@ -95,6 +97,8 @@ def main(argv=None):
     ap.add_argument("--torch-libdir", help="directory searched first for torch's BLAS (default: an OpenBLAS "
                     "OpenMP build where bench/peers.py finds one)")
     ap.add_argument("--openblas-env", default="auto", help="auto, keep or a core name (bench/peers.py)")
+    ap.add_argument("--fetch-openblas", action="store_true", help="bench/peers.py --fetch-openblas (Debian's "
+                    "OpenBLAS unpacked under build/peers/, nothing installed)")
     ap.add_argument("--omp-wait", default="same", choices=("same", "default"), help="bench/peers.py --omp-wait")
     ap.add_argument("--ort-spinning", default="on", choices=("on", "off"))
     a = ap.parse_args(argv)
@@ -122,6 +126,8 @@ def main(argv=None):
     if not os.path.exists(a.tool):
         print(f"cpu_vs_torch: no ftengine tool at {a.tool} (make first)", file=sys.stderr)
         return 1
+    if a.fetch_openblas and not P.torch_libdir(a.torch_libdir):
+        P.log(P.try_fetch_openblas())
     res = P.measure(models, [int(b) for b in a.batch.split(",")], [int(t) for t in a.threads.split(",")],
                     rounds=a.rounds, iters=a.iters, warmup=a.warmup, peers=a.peers.split(","),
                     ft_modes=a.modes.split(","), tool=a.tool, seq=a.seq, image=a.image, samples=a.samples,

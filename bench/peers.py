@@ -79,6 +79,14 @@ def log(msg):
 KIND_WORDS = {"tokens": "text", "image side": "vision", "samples": "speech"}  # `ftengine info`'s length unit
 
 
+def try_fetch_openblas():
+    """fetch_openblas's outcome as one line; a failure leaves torch on the system BLAS."""
+    try:
+        return "OpenBLAS unpacked in %s" % fetch_openblas()
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+        return "could not fetch OpenBLAS (%s): torch keeps the system libblas.so.3" % e
+
+
 def kind_of(model, tool=None):
     """text, vision or speech: what ftengine's --seq means for this preset; `ftengine info`
     says it where the tool is at hand, else the architecture's model_type does."""
@@ -671,8 +679,8 @@ def main(argv=None):
     if a.rounds < 1 or a.iters < 1 or a.warmup < 0 or not batches or not threads or min(batches + threads) < 1:
         print("peers: --rounds, --iters, batches and threads must be positive", file=sys.stderr)
         return 2
-    if a.fetch_openblas:
-        log("OpenBLAS unpacked in %s" % fetch_openblas())
+    if a.fetch_openblas and not torch_libdir(a.torch_libdir):
+        log(try_fetch_openblas())
     try:
         res = measure(models, batches, threads, rounds=a.rounds, iters=a.iters, warmup=a.warmup,
                       peers=a.peers.split(","), ft_modes=a.ftengine_modes.split(","), tool=a.tool, seq=a.seq,
