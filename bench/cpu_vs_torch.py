@@ -103,10 +103,12 @@ def main(argv=None):
     ap.add_argument("--ort-spinning", default="on", choices=("on", "off"))
     a = ap.parse_args(argv)
     if a.render:
-        res = None
-        for path in a.render.split(","):  # several runs' rows in one table
+        res, runs = None, []
+        for path in a.render.split(","):  # several runs' rows in one table (or a file of {"runs": [...]})
             with open(path) as f:
                 r = json.load(f)
+            runs += r["runs"] if "runs" in r else [r]
+        for r in runs:
             if res is None:
                 res = r
             else:
