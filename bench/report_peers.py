@@ -172,9 +172,14 @@ def run(outdir, tool, jobs):
             pass
         P.log("%s: %s batches %s, %d round(s)" % (j["name"], ",".join(j["models"]),
                                                   ",".join(map(str, j["batches"])), j["rounds"]))
-        res = P.measure(j["models"], j["batches"], j["threads"], rounds=j["rounds"], iters=j["iters"],
-                        warmup=j["warmup"], ft_modes=j["ft_modes"], tool=tool, seq=j["seq"], overhead=j["overhead"],
-                        logdir=os.path.join(outdir, "peers-logs"))
+        try:
+            res = P.measure(j["models"], j["batches"], j["threads"], rounds=j["rounds"], iters=j["iters"],
+                            warmup=j["warmup"], ft_modes=j["ft_modes"], tool=tool, seq=j["seq"],
+                            overhead=j["overhead"], logdir=os.path.join(outdir, "peers-logs"))
+        except Exception as e:  # the report goes on; its section says what happened
+            P.log("%s failed: %s: %s" % (j["name"], e.__class__.__name__, e))
+            res = {"rows": [], "skipped": [{"peer": "every peer", "why": "the peer run failed: %s: %s" % (
+                e.__class__.__name__, e)}], "commit": None}
         res["job"] = j
         with open(path + ".tmp", "w") as f:
             json.dump(res, f, indent=1)

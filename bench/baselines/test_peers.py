@@ -343,6 +343,15 @@ class ReportIntegration(unittest.TestCase):
         finally:
             P.measure, P.ftengine_commit = saved
         self.assertEqual(len(calls), 2)
+        # a peer run that breaks leaves the report a line saying so
+        saved = P.measure
+        P.measure = lambda *a, **k: 1 / 0
+        try:
+            RP.run(self.dir, sys.executable, jobs)
+        finally:
+            P.measure = saved
+        md = self.render()
+        self.assertIn("- every peer: the peer run failed: ZeroDivisionError", md)
 
 
 STUB_ORT = '''
