@@ -15,6 +15,8 @@ outputs, ONNX Runtime (Python module or onnxruntime-node) on the same exports, a
 changed activation that must fail that check, and a short interleaved measurement
 with every runner. Skipped with a line naming what is missing otherwise.
 """
+import contextlib
+import io
 import json
 import os
 import re
@@ -180,10 +182,15 @@ class Tables(unittest.TestCase):
 
 class Cli(unittest.TestCase):
     def test_refusals(self):
-        self.assertEqual(P.main(["--models", "no-such-model"]), 2)
-        self.assertEqual(P.main(["--models", "bert-tiny", "--ftengine-modes", "warp"]), 2)
-        self.assertEqual(P.main(["--models", "bert-tiny", "--batches", "1,x"]), 2)
-        self.assertEqual(P.main(["--models", "bert-tiny", "--rounds", "0"]), 2)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(P.main(["--models", "no-such-model"]), 2)
+            self.assertEqual(P.main(["--models", "bert-tiny", "--ftengine-modes", "warp"]), 2)
+            self.assertEqual(P.main(["--models", "bert-tiny", "--batches", "1,x"]), 2)
+            self.assertEqual(P.main(["--models", "bert-tiny", "--rounds", "0"]), 2)
+        for what in ("unknown model no-such-model", "unknown ftengine mode warp", "comma-separated integers",
+                     "must be positive"):
+            self.assertIn(what, err.getvalue())
         with self.assertRaisesRegex(ValueError, "unknown peer"):
             P.measure(["bert-tiny"], [1], [1], peers=["tvm"], ft_modes=[])
 
