@@ -15,9 +15,10 @@
 #                        (defaults: DEVICE cuda if a GPU answers nvidia-smi, else cpu; DTYPE fp32)
 #   make sweep MODEL=bert-base [DEVICE=cuda DTYPE=fp16 CSV=out.csv]   (every mode, batch 1..128, 5 rounds)
 #   make examples        the programs in examples/
-#   make report [DEVICE=cpu|cuda] [DTYPE=fp16] [QUICK=1] [REPORT_DIR=build/report] [STAGE=main,...]
+#   make report [DEVICE=cpu|cuda] [DTYPE=fp16] [QUICK=1] [REPORT_DIR=build/report] [STAGE=main,...] [PEERS=0]
 #               [MODEL=DIR|PRESET [SEQ=N]] [PYTHON=python3]
-#                        the framework-tax study: sweeps, figures, report.md (docs/report.md)
+#                        the framework-tax study: sweeps, figures, report.md (docs/report.md); on the CPU
+#                        with PyTorch, TorchScript and ONNX Runtime beside it where present (bench/peers.py)
 #   make install PREFIX=/usr/local   (header, libraries, tool, ftengine.pc)
 
 # the first rule in this file is not `all` (tests' helper libraries come earlier)
@@ -278,7 +279,7 @@ REPORT_DIR ?= $(BUILD)/report$(if $(REPORT_MODEL),-$(notdir $(patsubst %/,%,$(RE
 report: all
 	$(PYTHON) bench/report.py --tool $(TOOL) --device $(DEVICE) --dir $(REPORT_DIR) \
 	    $(if $(filter command line environment,$(origin DTYPE)),--dtype $(DTYPE)) \
-	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE)) \
+	    $(if $(filter 1,$(QUICK)),--quick) $(if $(STAGE),--only $(STAGE)) $(if $(filter 0,$(PEERS)),--no-peers) \
 	    $(if $(REPORT_MODEL),--model $(REPORT_MODEL) $(if $(SEQ),--seq $(SEQ)))
 
 # kernel bench (bench/kernels/): GB/s and TFLOP/s of single kernels, plus PyTorch's if importable

@@ -30,6 +30,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_text as RT  # noqa: E402
+import report_peers as RP  # noqa: E402
+import studydata as sd  # noqa: E402
+import verdicts as V  # noqa: E402
 
 GROUPS = ("main", "emulation", "width", "depth", "models")
 # us per eager op and per graph step; the paper puts PyTorch at 4-17 us per module call
@@ -257,6 +260,7 @@ def main(argv):
     ap.add_argument("--no-sweeps", action="store_true", help="render from the CSVs already there")
     ap.add_argument("--model", default=None, help="the per-model study (main, emulation) of a checkpoint or preset")
     ap.add_argument("--seq", type=int, default=None, help="--model: the input length (default: by modality)")
+    ap.add_argument("--no-peers", action="store_true", help="no PyTorch/TorchScript/ONNX Runtime runs (PEERS=0)")
     ap.add_argument("--note", default=os.environ.get("REPORT_NOTE", ""), help="a line for the setup table")
     a = ap.parse_args(argv[1:])
     dtype = a.dtype or ("fp32" if a.device == "cpu" else "fp16")
@@ -299,10 +303,17 @@ def main(argv):
         failed = run_sweeps(a.tool, todo, a.device, a.dir, a.threads)
         for name, rc in failed:
             print("report: sweep %s had failed points or failed (exit %d): see %s/%s.log" % (name, rc, a.dir, name))
+    peer_jobs, peers_note = RP.plan(a.device, a.quick, next(s for s in sweeps if s["name"] == "main-" + dtype),
+                                    a.threads)
+    if a.no_peers:
+        peers_note = "not run (PEERS=0)"
+    elif peer_jobs and not a.no_sweeps and (not only or "main" in only):
+        RP.run(a.dir, a.tool, peer_jobs)
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
             "model": a.model, "skipped_presets": skipped, "stat": "median over rounds",
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,
-            "loadavg": [load0, loadavg()], "python": sys.executable}
+            "loadavg": [load0, loadavg()], "python": sys.executable, "peers": "off" if a.no_peers else "on",
+            "peers_note": peers_note}
     with open(meta_p, "w") as f:
         json.dump(meta, f, indent=1)
     rc = render(a.dir, args=a)

@@ -13,9 +13,12 @@ architecture that must fail that check (so the check can fail); parameter
 counts equal to `ftengine info`'s for the presets; and a short side-by-side run
 where build/ftengine exists. Prints "RESULT: P passed, F failed, S skipped".
 """
+import contextlib
 import copy
+import io
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -34,29 +37,42 @@ NO_TORCH = f"torch is not importable ({tm.TORCH_ERROR}): torch models and golden
 
 
 class Parsing(unittest.TestCase):
-    def test_latency_line(self):
-        out = ("model: bert-tiny\nlatency ms: median 0.1432  mean 0.15  min 0.12  p90 0.2  "
-               "(first call 1.2, 5 iters, 1 warmup)\n")
-        self.assertAlmostEqual(cvt.parse_latency(out), 0.1432)
-        self.assertIsNone(cvt.parse_latency("latency ms: mean 3\n"))
-
     def test_ratio_row(self):
-        row = cvt.ratio_row("bert-base", 1, 2, 80.0, 100.0, "static")
-        self.assertEqual(row, "| bert-base | 1 | 2 | 80.00 (static) | 100.00 | 0.80 |")
-        self.assertEqual(cvt.TABLE_HEAD.count("|"), 14)
+        def r(ms):
+            return {"status": "ok", "median_ms": ms, "median_lo_ms": ms * 0.9, "median_hi_ms": ms * 1.1}
+        rows = {"ftengine-graph": r(90.0), "ftengine-static": r(80.0), "pytorch-eager": r(100.0), "ort-cpu": r(64.0),
+                "torchscript": dict(r(1.0), status="failed")}
+        row = cvt.ratio_row("bert-base", 1, 2, rows)
+        self.assertEqual(row, "| bert-base | 1 | 2 | 80.00 [72.00, 88.00] (static) | 100.0 [90.0, 110.0] | - "
+                              "| 64.00 [57.60, 70.40] | 1.25 [1.02, 1.53] | 0.80 [0.65, 0.98] |")
+        self.assertEqual(cvt.TABLE_HEAD.count("|"), 20)
+        self.assertIn("ftengine / ORT", cvt.TABLE_HEAD)
 
-    def test_worker_env_sizes_every_pool(self):
-        env = cvt.torch_env(3)
-        for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            self.assertEqual(env[v], "3")
+    def test_render_saved_run(self):
+        d = tempfile.mkdtemp(prefix="ft_cvt_")
+        try:
+            js = os.path.join(d, "run.json")
+            r = {"status": "ok", "model": "bert-base", "threads": 1, "batch": 1, "size": 128, "point": "curve"}
+            rows = [dict(r, peer=p, median_ms=v, median_lo_ms=v, median_hi_ms=v, min_ms=v / 2, min_lo_ms=v / 2,
+                         min_hi_ms=v / 2) for p, v in (("ftengine-graph", 80.0), ("ort-cpu", 100.0))]
+            with open(js, "w") as f:
+                json.dump({"rows": rows, "host": "h", "cpus": 2, "loadavg": [0, 0], "skipped": []}, f)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(cvt.main(["--render", js, "--stat", "min"]), 0)
+            self.assertIn("| bert-base | 1 | 1 | 40.00 [40.00, 40.00] (graph) | - | - | 50.00 [50.00, 50.00] "
+                          "| 0.80 [0.80, 0.80] | - |", out.getvalue())
+        finally:
+            shutil.rmtree(d)
 
     def test_no_torch_exits_cleanly(self):
-        saved = cvt.torch
+        saved = cvt.torch, cvt.P.find_python
         cvt.torch, cvt.TORCH_ERROR = None, "ModuleNotFoundError: test"
+        cvt.P.find_python = lambda module, env: (None, "not importable (test)")
         try:
             self.assertEqual(cvt.main(["--models", "bert-tiny"]), 0)
         finally:
-            cvt.torch = saved
+            cvt.torch, cvt.P.find_python = saved
 
     def test_models_and_sizes(self):
         # every architecture the issue's table names, each as an ftengine preset
@@ -217,9 +233,20 @@ class TorchModels(unittest.TestCase):
 
     @unittest.skipUnless(os.path.exists(TOOL), "build/ftengine not built")
     def test_side_by_side_smoke(self):
-        rc = cvt.main(["--tool", TOOL, "--models", "bert-tiny,mobilebert-uncased", "--threads", "1", "--seq", "8",
-                       "--rounds", "1", "--iters", "2", "--modes", "graph"])
-        self.assertEqual(rc, 0)
+        d = tempfile.mkdtemp(prefix="ft_cvt_")
+        try:
+            js = os.path.join(d, "out.json")
+            rc = cvt.main(["--tool", TOOL, "--models", "mobilebert-uncased", "--threads", "1", "--seq", "8",
+                           "--rounds", "1", "--iters", "2", "--modes", "graph", "--json", js])
+            self.assertEqual(rc, 0)
+            with open(js) as f:
+                res = json.load(f)
+            skipped = {s["peer"] for s in res["skipped"]}
+            rows = {r["peer"]: r for r in res["rows"]}
+            for p in ["ftengine-graph"] + [p for p in cvt.P.PEERS if p not in skipped]:
+                self.assertEqual(rows[p]["status"], "ok", rows[p].get("why"))
+        finally:
+            shutil.rmtree(d)
 
 
 def mutate(model, what):
