@@ -119,6 +119,10 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
     [FT_OP_FUSED_ELTWISE] = {.name = "fused_eltwise", .min_src = 1, .max_src = FT_MAX_SRC,
                              .flags = EW, .check = ft_check_float_same,
                              .cpu = ft_cpu_fused_eltwise, .cuda = CUDA(ft_cuda_fused_eltwise)},
+
+    [FT_OP_POSITION_IDS] = {.name = "position_ids", .min_src = 1, .max_src = 1, .flags = CAP,
+                            .check = ft_check_position_ids, .infer = ft_infer_position_ids,
+                            .cpu = ft_cpu_position_ids, .cuda = CUDA(ft_cuda_position_ids)},
 };
 
 #ifndef __cplusplus

@@ -68,6 +68,9 @@ typedef enum ft_op {
     /* graph-mode fused ops (made by passes, never by model code) */
     FT_OP_FUSED_ELTWISE, /* a chain of elementwise ops in one kernel (graph/) */
 
+    /* position ids */
+    FT_OP_POSITION_IDS,  /* src0 ids [..., S] -> i64 cumsum(ids != pad) * (ids != pad) + pad over S */
+
     FT_OP_COUNT
 } ft_op;
 
@@ -92,7 +95,9 @@ typedef struct ft_params_pad {
     float value;
 } ft_params_pad;
 typedef struct ft_params_scale { float alpha, beta; } ft_params_scale;
-typedef struct ft_params_softmax { float scale; } ft_params_softmax;
+/* causal (HF GPT-2): after scaling, the score of key j > i + (Sk - Sq) for query i (the
+ * second-to-last dim) is replaced by finfo(float32).min, then the mask is added */
+typedef struct ft_params_softmax { float scale; int32_t causal; } ft_params_softmax;
 typedef struct ft_params_norm { float eps; int32_t groups; } ft_params_norm; /* layer/group/batch norm */
 typedef struct ft_params_pool_dim {
     int32_t dim;
@@ -106,7 +111,7 @@ typedef struct ft_params_linear {
                      by the graph (graph/pass_affine.c); finite and nonzero */
 } ft_params_linear;
 typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
-typedef struct ft_params_attention { float scale; } ft_params_attention;
+typedef struct ft_params_attention { float scale; int32_t causal; } ft_params_attention; /* causal: as softmax */
 typedef struct ft_params_conv {
     int32_t stride, padding, groups;
     int32_t act;    /* ft_act epilogue (graph fusions) */
@@ -121,6 +126,7 @@ typedef struct ft_params_conv {
 static inline int64_t ft_conv_wb_cols(int64_t k) { return (k + 1 + 7) / 8 * 8; }
 typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
 typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;
+typedef struct ft_params_position_ids { int64_t padding_idx; } ft_params_position_ids;
 
 /* Fused elementwise chain: up to FT_FUSED_MAX_STEPS steps applied to src0, each an ft_op among
  * ADD/SUB/MUL/DIV (with the step's operand src[k]), SCALE, or a unary activation.

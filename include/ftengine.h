@@ -337,6 +337,11 @@ ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t af
 /** Rows of `table` [V, D] picked by integer `ids` [...]: result [..., D].
  *  Ids outside [0, V) are an error. */
 ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids);
+/** Positions counted over the last dim of integer `ids` [..., S], skipping padding
+ *  (Hugging Face's create_position_ids_from_input_ids, RoBERTa): an i64 tensor of
+ *  ids' shape, cumsum(ids != padding_idx) * (ids != padding_idx) + padding_idx, so
+ *  real tokens get padding_idx + 1, + 2, ... and every padding id keeps padding_idx. */
+ft_tensor *ft_position_ids(ft_ctx *ctx, ft_tensor *ids, int64_t padding_idx);
 /** out[..., i, j] = x[..., i, idx[i, j]]; idx is an integer [I, J] tensor, x is [..., I, T]. */
 ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx);
 
@@ -358,6 +363,10 @@ ft_tensor *ft_sigmoid(ft_ctx *ctx, ft_tensor *x);
 ft_tensor *ft_sum_last(ft_ctx *ctx, ft_tensor *x);
 /** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL. */
 ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
+/** The same with a causal mask as Hugging Face's GPT-2 applies it: for scores
+ *  [..., Sq, Sk], x * scale at key j > i + (Sk - Sq) of query i is *replaced* by
+ *  finfo(float32).min, then mask is added (so min + min = -inf where both mask). */
+ft_tensor *ft_softmax_causal(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
 /** LayerNorm over the last dim; gamma and beta ([D]) may be NULL. */
 ft_tensor *ft_layernorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *gamma, ft_tensor *beta, float eps);
 /** GroupNorm of x [B, C, ...] with `groups` groups; gamma/beta [C] may be NULL. */
@@ -379,6 +388,9 @@ ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha);
  *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. */
 ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
                         float scale);
+/** ft_attention with ft_softmax_causal's causal replacement (no [Sq, Sk] mask is made). */
+ft_tensor *ft_attention_causal(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
+                               float scale);
 
 /* Convolutions and pooling (NCHW / NCL) */
 /** x [B, Cin, L], w [Cout, Cin/groups, K], bias [Cout] or NULL. */

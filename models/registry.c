@@ -11,5 +11,8 @@ const ft_arch *const ft_archs[] = {
     &ft_arch_wavlm,
     &ft_arch_funnel,
     &ft_arch_mobilebert,
+    &ft_arch_roberta,
+    &ft_arch_albert,
+    &ft_arch_gpt2,
     NULL,
 };

@@ -74,6 +74,7 @@ FT_CPU_KERNEL(maxpool2d);
 FT_CPU_KERNEL(global_avgpool);
 FT_CPU_KERNEL(weight_norm);
 FT_CPU_KERNEL(fused_eltwise);
+FT_CPU_KERNEL(position_ids);
 
 #ifdef __cplusplus
 }

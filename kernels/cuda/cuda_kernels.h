@@ -38,6 +38,7 @@ FT_CUDA_KERNEL(maxpool2d);
 FT_CUDA_KERNEL(global_avgpool);
 FT_CUDA_KERNEL(weight_norm);
 FT_CUDA_KERNEL(fused_eltwise);
+FT_CUDA_KERNEL(position_ids);
 
 #ifdef __cplusplus
 }
