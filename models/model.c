@@ -446,7 +446,7 @@ ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *o
         st = ft_config_load(ctx, file, &cfg);
         if (st == FT_OK) {
             snprintf(file, sizeof file, "%s/model.safetensors", path);
-            st = ft_st_open(ctx, file, &m->st);
+            st = ft_st_open_ex(ctx, file, true, &m->st); /* unread buffers may have any dtype */
             if (st == FT_ERR_IO) { /* say what the directory holds instead, when it is a known form */
                 char other[1100];
                 snprintf(other, sizeof other, "%s/model.safetensors.index.json", path);

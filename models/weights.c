@@ -215,6 +215,11 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
             ft_set_error(ctx, FT_ERR_NOT_FOUND, "%s: tensor '%s' not found", source_file(m), name);
             goto fail;
         }
+        if (ft_st_unsupported_dtype(m->st, st)) {
+            ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which the engine does not read "
+                         "(expected a float dtype)", source_file(m), found, ft_st_unsupported_dtype(m->st, st));
+            goto fail;
+        }
         if (!ft_dtype_is_float(st->dtype)) {
             ft_set_error(ctx, FT_ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected a float dtype",
                          source_file(m), found, ft_dtype_name(st->dtype));
