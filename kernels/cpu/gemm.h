@@ -61,6 +61,7 @@ typedef struct ft_cpu_packed_b {
                       * (A [M, K] row-major, n = M, npad = M rounded up to mr) */
     int64_t groups;  /* op(A) of a grouped convolution: `groups` panel sets of n rows
                       * each, set g at data + g * npad * k (1 otherwise) */
+    int refs;        /* plan steps sharing it (one weight run by several layers, ALBERT) */
 } ft_cpu_packed_b;
 ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
 void ft_cpu_packed_b_free(ft_cpu_packed_b *p);

@@ -100,6 +100,27 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
     return FT_OK;
 }
 
+int ft_cpu_prepack_shared(ft_ctx *ctx, ft_tensor *n, ft_tensor *const *done, int n_done) {
+    const ft_tensor *w = n->src[1];
+    bool packable = n->device == FT_DEVICE_CPU && !n->extra && w && w->data &&
+                    (n->op == FT_OP_LINEAR || n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D);
+    for (int i = 0; packable && i < n_done; i++) {
+        const ft_tensor *o = done[i], *ow = o->src[1];
+        if (o == n || o->op != n->op || !o->extra || !ow || ow->data != w->data || ow->dtype != w->dtype ||
+            ow->ndim != w->ndim || memcmp(ow->ne, w->ne, sizeof w->ne[0] * (size_t)w->ndim))
+            continue;
+        if (n->op != FT_OP_LINEAR &&
+            FT_PARAMS(o, ft_params_conv)->groups != FT_PARAMS(n, ft_params_conv)->groups)
+            continue;
+        ft_cpu_packed_b *p = (ft_cpu_packed_b *)o->extra;
+        if (p->src != w->data) continue;
+        p->refs++;
+        n->extra = p;
+        return FT_OK;
+    }
+    return ft_cpu_prepack(ctx, n);
+}
+
 void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
     if (n->op != FT_OP_LINEAR && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D) return;

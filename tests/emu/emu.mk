@@ -28,7 +28,8 @@ EMU_LIBS := -lm -lpthread -lstdc++ $(if $(HAVE_NVTX),-ldl)
 # the test programs with CUDA cases; run with FT_TEST_FILTER=cuda (tests/run_tests.sh)
 EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_funnel_factorized \
              test_resnet_wavlm test_graph_golden test_golden_variants test_oom test_graph \
-             test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach
+             test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach \
+             test_zoo_text_a
 # the op test again (tests/run_tests.sh sets the switches from the name):
 # _random with the threads of every round in a random order (FT_EMU_ORDER=random),
 # where an unsynchronised shared read shows; _noepi and _nolt with the fake
