@@ -39,6 +39,15 @@ DEFAULTS = {
                   conv_dim=[512] * 7, conv_stride=[5, 2, 2, 2, 2, 2, 2], conv_kernel=[10, 3, 3, 3, 3, 2, 2],
                   conv_bias=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16, num_buckets=320,
                   max_bucket_distance=800, do_stable_layer_norm=False),
+    "roberta": dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                    intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+                    layer_norm_eps=1e-12, pad_token_id=1),
+    "albert": dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+                   inner_group_num=1, num_attention_heads=64, intermediate_size=16384, hidden_act="gelu_new",
+                   max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12),
+    "gpt2": dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=None,
+                 activation_function="gelu_new", layer_norm_epsilon=1e-5, scale_attn_weights=True,
+                 scale_attn_by_inverse_layer_idx=False),
 }
 
 # ftengine's presets (models/*.c): model_type + the keys each sets over the class defaults
@@ -55,6 +64,12 @@ PRESETS = {
     "resnet-50": ("resnet", {}),
     "resnet-101": ("resnet", dict(depths=[3, 4, 23, 3])),
     "wavlm-base": ("wavlm", {}),
+    "roberta-base": ("roberta", dict(max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)),
+    "albert-base-v2": ("albert", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072)),
+    "albert-large-v2": ("albert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                       intermediate_size=4096)),
+    "gpt2": ("gpt2", {}),
+    "gpt2-medium": ("gpt2", dict(n_embd=1024, n_layer=24, n_head=16)),
 }
 
 

@@ -686,6 +686,7 @@ class WavLM(HFModel):
 
 CLASSES = {"bert": Bert, "distilbert": DistilBert, "mobilebert": MobileBert, "funnel": Funnel, "resnet": ResNet,
            "wavlm": WavLM}
+import torch_zoo_text_a  # noqa: E402,F401  (adds roberta, albert, gpt2 to CLASSES)
 
 
 def build(cfg, **kw):
