@@ -289,16 +289,14 @@ int ft_tensor_is_contiguous(const ft_tensor *t);
 const char *ft_tensor_describe(const ft_tensor *t, char *buf, size_t size);
 
 /** A new tensor on the context's device holding a copy of host data. */
-ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape,
-                               const void *data);
+ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape, const void *data);
 /** A new uninitialised contiguous tensor. */
 ft_tensor *ft_tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape);
 /** Copies a tensor (any strides) to host memory as a contiguous array of `dtype`,
  *  converting between floating dtypes (f32/f16/bf16) or between integer dtypes.
  *  `size` is the byte size of `out` and must be at least numel * dtype size.
  *  Waits for pending work on CUDA. */
-ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out,
-                            size_t size);
+ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out, size_t size);
 /** Gives the tensor's memory back to the caching allocator once no view of it is
  *  alive. The handle must not be used afterwards. NULL is a no-op. */
 void ft_tensor_release(ft_ctx *ctx, ft_tensor *t);
@@ -337,10 +335,8 @@ ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t af
 /** Rows of `table` [V, D] picked by integer `ids` [...]: result [..., D].
  *  Ids outside [0, V) are an error. */
 ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids);
-/** Positions counted over the last dim of integer `ids` [..., S], skipping padding
- *  (Hugging Face's create_position_ids_from_input_ids, RoBERTa): an i64 tensor of
- *  ids' shape, cumsum(ids != padding_idx) * (ids != padding_idx) + padding_idx, so
- *  real tokens get padding_idx + 1, + 2, ... and every padding id keeps padding_idx. */
+/** RoBERTa's positions (HF create_position_ids_from_input_ids) over the last dim of integer ids, as i64:
+ *  cumsum(ids != pad) * (ids != pad) + pad: real tokens get pad + 1, + 2, ..., padding keeps pad. */
 ft_tensor *ft_position_ids(ft_ctx *ctx, ft_tensor *ids, int64_t padding_idx);
 /** out[..., i, j] = x[..., i, idx[i, j]]; idx is an integer [I, J] tensor, x is [..., I, T]. */
 ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx);
@@ -361,17 +357,15 @@ ft_tensor *ft_sigmoid(ft_ctx *ctx, ft_tensor *x);
 /* Reductions and normalisations */
 /** Sum over the last dimension, kept as size 1. */
 ft_tensor *ft_sum_last(ft_ctx *ctx, ft_tensor *x);
-/** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL. */
+/** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL.
+ *  _causal, as HF GPT-2: x * scale at key j > i + Sk - Sq of scores [..., Sq, Sk] is first replaced
+ *  by finfo(float32).min (under a padding mask min + min = -inf). */
 ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
-/** The same with a causal mask as Hugging Face's GPT-2 applies it: for scores
- *  [..., Sq, Sk], x * scale at key j > i + (Sk - Sq) of query i is *replaced* by
- *  finfo(float32).min, then mask is added (so min + min = -inf where both mask). */
 ft_tensor *ft_softmax_causal(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
 /** LayerNorm over the last dim; gamma and beta ([D]) may be NULL. */
 ft_tensor *ft_layernorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *gamma, ft_tensor *beta, float eps);
 /** GroupNorm of x [B, C, ...] with `groups` groups; gamma/beta [C] may be NULL. */
-ft_tensor *ft_groupnorm(ft_ctx *ctx, ft_tensor *x, int groups, ft_tensor *gamma, ft_tensor *beta,
-                        float eps);
+ft_tensor *ft_groupnorm(ft_ctx *ctx, ft_tensor *x, int groups, ft_tensor *gamma, ft_tensor *beta, float eps);
 /** Inference batch norm of x [B, C, ...] with running statistics ([C] each). */
 ft_tensor *ft_batchnorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *mean, ft_tensor *var,
                         ft_tensor *gamma, ft_tensor *beta, float eps);
@@ -385,20 +379,15 @@ ft_tensor *ft_linear(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias);
 /** Batched a [..., M, K] x b [..., K, N] * alpha; batch dims must match. */
 ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha);
 /** softmax(q k^T * scale + mask) v for q [B, H, Sq, D], k/v [B, H, Sk, D];
- *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. */
-ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                        float scale);
-/** ft_attention with ft_softmax_causal's causal replacement (no [Sq, Sk] mask is made). */
-ft_tensor *ft_attention_causal(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                               float scale);
+ *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. _causal: ft_softmax_causal's mask (none made). */
+ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask, float scale);
+ft_tensor *ft_attention_causal(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask, float scale);
 
 /* Convolutions and pooling (NCHW / NCL) */
 /** x [B, Cin, L], w [Cout, Cin/groups, K], bias [Cout] or NULL. */
-ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
+ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride, int padding, int groups);
 /** x [B, Cin, H, W], w [Cout, Cin/groups, KH, KW], bias [Cout] or NULL. */
-ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
+ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride, int padding, int groups);
 /** Max pool over H, W of x [B, C, H, W]; padding acts as -inf. */
 ft_tensor *ft_maxpool2d(ft_ctx *ctx, ft_tensor *x, int kernel, int stride, int padding);
 /** Mean over all dims after the first two: [B, C, ...] -> [B, C, 1, ...]. */
@@ -440,8 +429,7 @@ ft_model_options ft_model_options_default(void);
  * real sizes. Strict: a malformed file, a missing tensor or a shape that disagrees
  * with the config is an error naming the file and the tensor or key.
  */
-ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt,
-                        ft_model **out);
+ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out);
 void ft_model_free(ft_model *m);
 
 /** A model input given in host memory, by Hugging Face argument name
