@@ -4,7 +4,7 @@ and GPT-2 at sizes and layouts the three golden cases do not have: other widths
 and head sizes (head dims that are not powers of two), batch 3, odd lengths, pad
 ids inside a RoBERTa row, left and right padding, no mask, explicit position_ids
 and token_type_ids, ALBERT with 3 groups x 2 inner layers and with HF's
-float-division group index (18 layers, 14 groups), GPT-2 with
+float-division group index (18 layers, 14 groups: groups shared by applications), GPT-2 with
 scale_attn_by_inverse_layer_idx and n_inner. Each case has the layout of
 tests/golden/<arch>/ (config.json, model.safetensors, inputs.safetensors,
 expected.safetensors with last_hidden_state, pooler_output where the model has
@@ -130,7 +130,7 @@ CASES = {
                                  type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=0, hidden_act="gelu_new"),
                             lambda g, c: ids_only(g, c, 2, 9, pad=0)),
     "albert-3x2-b3-s11": (dict(model_type="albert", vocab_size=100, embedding_size=24, hidden_size=36,
-                               num_hidden_layers=6, num_hidden_groups=3, inner_group_num=2, num_attention_heads=3,
+                               num_hidden_layers=3, num_hidden_groups=3, inner_group_num=2, num_attention_heads=3,
                                intermediate_size=48, max_position_embeddings=32, type_vocab_size=2), albert_masked),
     "albert-l18-g14": (dict(model_type="albert", vocab_size=100, embedding_size=16, hidden_size=16,
                             num_hidden_layers=18, num_hidden_groups=14, inner_group_num=1, num_attention_heads=2,
