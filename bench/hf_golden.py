@@ -26,8 +26,8 @@ import torch_models as tm  # noqa: E402
 torch = tm.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN_DIR = os.environ.get("FT_GOLDEN_DIR") or os.path.join(ROOT, "tests", "golden")
-ARCHS = ("bert", "funnel", "mobilenet_v2", "mobilebert", "resnet", "wavlm", "vit", "wav2vec2", "hubert",
-         "squeezebert", "deberta", "efficientnet", "convnext")
+ARCHS = ("bert", "funnel", "mobilebert", "resnet", "wavlm", "vit", "wav2vec2", "hubert", "squeezebert",
+         "deberta", "mobilenet_v2", "efficientnet", "convnext", "roberta", "albert", "gpt2")
 ATOL, RTOL, REL_L2 = 1e-4, 1e-4, 1e-5
 # --------------------------------------------------------------------------- safetensors
 

@@ -90,7 +90,7 @@ class Parsing(unittest.TestCase):
         self.assertFalse(c["classifier_activation"])
         self.assertEqual(tm.preset_config("funnel-small-base")["architectures"], ["FunnelBaseModel"])
         with self.assertRaises(ValueError):
-            tm.full_config({"model_type": "gpt2"})
+            tm.full_config({"model_type": "no_such_model"})
 
 
 def write_st(path, header, data=b"", hlen=None):

@@ -70,6 +70,15 @@ DEFAULTS = {
                          hidden_dim=2560, pooling_type="mean", batch_norm_eps=1e-3),
     "convnext": dict(num_channels=3, patch_size=4, num_stages=4, hidden_sizes=[96, 192, 384, 768], depths=[3, 3, 9, 3],
                      hidden_act="gelu", layer_norm_eps=1e-12, layer_scale_init_value=1e-6, image_size=224),
+    "roberta": dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                    intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+                    layer_norm_eps=1e-12, pad_token_id=1),
+    "albert": dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+                   inner_group_num=1, num_attention_heads=64, intermediate_size=16384, hidden_act="gelu_new",
+                   max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12),
+    "gpt2": dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=None,
+                 activation_function="gelu_new", layer_norm_epsilon=1e-5, scale_attn_weights=True,
+                 scale_attn_by_inverse_layer_idx=False),
 }
 DEFAULTS["hubert"] = dict(DEFAULTS["wav2vec2"], feat_proj_layer_norm=True)
 
@@ -103,6 +112,12 @@ PRESETS = {
     "efficientnet-b0": ("efficientnet", dict(width_coefficient=1.0, depth_coefficient=1.0, image_size=224,
                                              hidden_dim=1280)),
     "convnext-tiny-224": ("convnext", {}),
+    "roberta-base": ("roberta", dict(max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)),
+    "albert-base-v2": ("albert", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072)),
+    "albert-large-v2": ("albert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                       intermediate_size=4096)),
+    "gpt2": ("gpt2", {}),
+    "gpt2-medium": ("gpt2", dict(n_embd=1024, n_layer=24, n_head=16)),
 }
 PRESETS["hubert-large-ll60k"] = ("hubert", PRESETS["wav2vec2-large-lv60"][1])
 

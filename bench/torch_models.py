@@ -698,6 +698,8 @@ from torch_zoo_vision_b import CLASSES as _VISION_B  # noqa: E402
 
 CLASSES.update(_VISION_B)
 
+import torch_zoo_text_a  # noqa: E402,F401  (adds roberta, albert, gpt2 to CLASSES)
+
 
 def build(cfg, **kw):
     """The torch model of an HF config dict (class defaults filled in)."""

@@ -240,6 +240,13 @@ ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids) {
     return dispatch(ctx, FT_OP_EMBEDDING, s, 2, NULL, 0);
 }
 
+ft_tensor *ft_position_ids(ft_ctx *ctx, ft_tensor *ids, int64_t padding_idx) {
+    if (!X_OK(ctx, ids)) return NULL;
+    ft_params_position_ids p = {padding_idx};
+    ids = ft_contiguous(ctx, ids);
+    return dispatch(ctx, FT_OP_POSITION_IDS, &ids, 1, &p, sizeof p);
+}
+
 ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx) {
     if (!X_OK(ctx, x) || !FT_TENSOR_OK(ctx, idx)) return NULL;
     ft_tensor *s[2] = {ft_contiguous(ctx, x), ft_contiguous(ctx, idx)};
@@ -284,10 +291,18 @@ ft_tensor *ft_sum_last(ft_ctx *ctx, ft_tensor *x) {
     return dispatch(ctx, FT_OP_SUM_LAST, &x, 1, NULL, 0);
 }
 
-ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale) {
-    ft_params_softmax p = {scale};
+static ft_tensor *softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale, int causal) {
+    ft_params_softmax p = {scale, causal};
     ft_tensor *s[2] = {rows_or_copy(ctx, x), mask};
     return dispatch(ctx, FT_OP_SOFTMAX, s, mask ? 2 : 1, &p, sizeof p);
+}
+
+ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale) {
+    return softmax(ctx, x, mask, scale, 0);
+}
+
+ft_tensor *ft_softmax_causal(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale) {
+    return softmax(ctx, x, mask, scale, 1);
 }
 
 ft_tensor *ft_layernorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *gamma, ft_tensor *beta, float eps) {
@@ -333,9 +348,9 @@ ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha) {
     return dispatch(ctx, FT_OP_MATMUL, s, 2, &p, sizeof p);
 }
 
-ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                        float scale) {
-    ft_params_attention p = {scale};
+static ft_tensor *attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
+                            float scale, int causal) {
+    ft_params_attention p = {scale, causal};
     ft_tensor *s[4] = {inner_unit_or_copy(ctx, q), inner_unit_or_copy(ctx, k),
                        inner_unit_or_copy(ctx, v), mask};
     return dispatch(ctx, FT_OP_ATTENTION, s, mask ? 4 : 3, &p, sizeof p);
@@ -359,6 +374,16 @@ ft_tensor *ft_attention_rel(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *
     ft_tensor *s[7] = {inner_unit_or_copy(ctx, q), inner_unit_or_copy(ctx, k), inner_unit_or_copy(ctx, v),
                        mask, c2p, p2c, row_scale};
     return dispatch(ctx, FT_OP_ATTENTION_REL, s, 7, &p, sizeof p);
+}
+
+ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
+                        float scale) {
+    return attention(ctx, q, k, v, mask, scale, 0);
+}
+
+ft_tensor *ft_attention_causal(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
+                               float scale) {
+    return attention(ctx, q, k, v, mask, scale, 1);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -116,6 +116,9 @@ int ft_check_gather_last(ft_ctx *ctx, const ft_tensor *dst) {
 int ft_check_softmax(ft_ctx *ctx, const ft_tensor *dst) {
     int st = need_float(ctx, dst->src[0], "x");
     if (st) return st;
+    if (FT_PARAMS(dst, ft_params_softmax)->causal && dst->src[0]->ndim < 2)
+        return ft_set_error(ctx, FT_ERR_SHAPE, "a causal softmax needs [..., Sq, Sk] scores, got rank %d",
+                            dst->src[0]->ndim);
     if (dst->src[1] && dst->src[1]->dtype != FT_DTYPE_F32)
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "mask must be f32, got %s",
                             ft_dtype_name(dst->src[1]->dtype));
@@ -131,6 +134,11 @@ int ft_check_attention(ft_ctx *ctx, const ft_tensor *dst) {
         return ft_set_error(ctx, FT_ERR_INVALID_ARG, "mask must be f32, got %s",
                             ft_dtype_name(dst->src[3]->dtype));
     return FT_OK;
+}
+
+int ft_check_position_ids(ft_ctx *ctx, const ft_tensor *dst) {
+    if (dst->src[0]->ndim < 1) return ft_set_error(ctx, FT_ERR_SHAPE, "ids must have at least one dim");
+    return need_int(ctx, dst->src[0], "ids");
 }
 
 int ft_check_pool_dim(ft_ctx *ctx, const ft_tensor *dst) {
@@ -241,6 +249,12 @@ int ft_infer_softmax(ft_ctx *ctx, ft_tensor *dst) {
     if (m && !ft_broadcastable_to(m, x))
         return ft_set_error(ctx, FT_ERR_SHAPE, "mask is not broadcastable to x");
     return ft_infer_same(ctx, dst);
+}
+
+int ft_infer_position_ids(ft_ctx *ctx, ft_tensor *dst) {
+    (void)ctx;
+    const ft_tensor *x = dst->src[0];
+    return set_out(dst, FT_DTYPE_I64, x->ndim, x->ne);
 }
 
 int ft_infer_layernorm(ft_ctx *ctx, ft_tensor *dst) {

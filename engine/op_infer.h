@@ -20,6 +20,7 @@ int ft_check_embedding(ft_ctx *ctx, const ft_tensor *dst);
 int ft_check_gather_last(ft_ctx *ctx, const ft_tensor *dst);
 int ft_check_softmax(ft_ctx *ctx, const ft_tensor *dst);
 int ft_check_attention(ft_ctx *ctx, const ft_tensor *dst);
+int ft_check_position_ids(ft_ctx *ctx, const ft_tensor *dst);
 int ft_check_pool_dim(ft_ctx *ctx, const ft_tensor *dst);
 int ft_check_conv(ft_ctx *ctx, const ft_tensor *dst);
 
@@ -32,6 +33,7 @@ int ft_infer_embedding(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_gather_last(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_sum_last(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_softmax(ft_ctx *ctx, ft_tensor *dst);
+int ft_infer_position_ids(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_layernorm(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_channel_norm(ft_ctx *ctx, ft_tensor *dst);
 int ft_infer_pool_dim(ft_ctx *ctx, ft_tensor *dst);

@@ -143,6 +143,9 @@ const ft_op_def ft_op_table[FT_OP_COUNT] = {
     [FT_OP_SE_GATE] = {.name = "se_gate", .min_src = 5, .max_src = 5, .flags = CAP,
                        .check = ft_check_se_gate, .infer = ft_infer_se_gate,
                        .cpu = ft_cpu_se_gate, .cuda = CUDA(ft_cuda_se_gate), .macs = ft_macs_se_gate},
+    [FT_OP_POSITION_IDS] = {.name = "position_ids", .min_src = 1, .max_src = 1, .flags = CAP,
+                            .check = ft_check_position_ids, .infer = ft_infer_position_ids,
+                            .cpu = ft_cpu_position_ids, .cuda = CUDA(ft_cuda_position_ids)},
 };
 
 #ifndef __cplusplus

@@ -82,6 +82,8 @@ typedef enum ft_op {
     FT_OP_SE_GATE,       /* src: x [B,C,H,W], w1 [R,C(,1,1)], b1 [R], w2 [C,R(,1,1)], b2 [C]
                             x * sigmoid(w2 act(w1 mean_hw(x) + b1) + b2): squeeze-excitation
                             (graph/pass_vision.c makes it; ft_params_se) */
+    /* position ids */
+    FT_OP_POSITION_IDS,  /* src0 ids [..., S] -> i64 cumsum(ids != pad) * (ids != pad) + pad over S */
 
     FT_OP_COUNT
 } ft_op;
@@ -110,7 +112,9 @@ typedef struct ft_params_pad {
     float value;
 } ft_params_pad;
 typedef struct ft_params_scale { float alpha, beta; } ft_params_scale;
-typedef struct ft_params_softmax { float scale; } ft_params_softmax;
+/* causal (HF GPT-2): after scaling, the score of key j > i + (Sk - Sq) for query i (the
+ * second-to-last dim) is replaced by finfo(float32).min, then the mask is added */
+typedef struct ft_params_softmax { float scale; int32_t causal; } ft_params_softmax;
 typedef struct ft_params_norm { float eps; int32_t groups; } ft_params_norm; /* layer/group/batch norm */
 typedef struct ft_params_pool_dim {
     int32_t dim;
@@ -135,7 +139,7 @@ typedef struct ft_params_linear_grouped {
     int32_t groups, in_groups;
 } ft_params_linear_grouped;
 typedef struct ft_params_matmul { float alpha; } ft_params_matmul;
-typedef struct ft_params_attention { float scale; } ft_params_attention;
+typedef struct ft_params_attention { float scale; int32_t causal; } ft_params_attention; /* causal: as softmax */
 /* Disentangled (DeBERTa) attention, q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv]: with
  * d(i, j) = clamp(i - j + span, 0, 2 span - 1),
  *   s[i, j] = scale q_i.k_j + c2p[b,h,i,d(i,j)] + p2c[b,h,j,d(i,j)] + mask[b,h,i,j]
@@ -176,6 +180,7 @@ typedef struct ft_params_se { int32_t act; } ft_params_se;
 static inline int64_t ft_conv_wb_cols(int64_t k) { return (k + 1 + 7) / 8 * 8; }
 typedef struct ft_params_maxpool { int32_t kernel, stride, padding; } ft_params_maxpool;
 typedef struct ft_params_weight_norm { int32_t dim; } ft_params_weight_norm;
+typedef struct ft_params_position_ids { int64_t padding_idx; } ft_params_position_ids;
 
 /* Fused elementwise chain: up to FT_FUSED_MAX_STEPS steps applied to src0, each an ft_op among
  * ADD/SUB/MUL/DIV (with the step's operand src[k]), SCALE, or a unary activation.

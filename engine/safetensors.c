@@ -32,6 +32,8 @@ struct ft_st_file {
     size_t data_size;
     ft_json *header;         /* owns the tensor names */
     const ft_json *metadata; /* "__metadata__" object, or NULL */
+    bool lenient;            /* tensors of whole-byte unsupported dtypes are listed, not refused */
+    const char **unsupported; /* [members]: their dtype names (lenient only), else NULL */
     int n;
     ft_st_tensor *tensors; /* [n] in header order */
     int *slots;            /* [n_slots] hash of names -> index + 1 (0 = empty) */
@@ -46,11 +48,16 @@ static const struct {
     {"I64", FT_DTYPE_I64}, {"I32", FT_DTYPE_I32},
 };
 
-/* Valid safetensors dtypes this engine does not handle: reported as unsupported
- * rather than as a corrupt file. */
-static const char *const st_known_unsupported[] = {
-    "F64",     "BOOL",    "U8",      "I8",      "U16",     "I16", "U32", "U64",
-    "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "C64",
+/* Valid safetensors dtypes this engine does not handle, with their bits per
+ * element: reported as unsupported rather than as a corrupt file, or, in a
+ * lenient open, listed as FT_DTYPE_COUNT tensors that nothing can read. */
+static const struct {
+    const char *name;
+    int bits;
+} st_known_unsupported[] = {
+    {"F64", 64},    {"BOOL", 8},    {"U8", 8},      {"I8", 8},      {"U16", 16},
+    {"I16", 16},    {"U32", 32},    {"U64", 64},    {"F8_E4M3", 8}, {"F8_E5M2", 8},
+    {"F8_E8M0", 8}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F4", 4},      {"C64", 64},
 };
 
 static const char *st_dtype_name(ft_dtype t) {
@@ -95,6 +102,7 @@ void ft_st_close(ft_st_file *f) {
     if (f->map) munmap(f->map, f->map_size);
     ft_json_free(f->header);
     free(f->tensors);
+    free(f->unsupported);
     free(f->slots);
     free(f->path);
     free(f);
@@ -103,6 +111,11 @@ void ft_st_close(ft_st_file *f) {
 const char *ft_st_path(const ft_st_file *f) {
     return f ? f->path : NULL;
 }
+const char *ft_st_unsupported_dtype(const ft_st_file *f, const ft_st_tensor *t) {
+    if (!f || !f->unsupported || !t || t < f->tensors || t >= f->tensors + f->n) return NULL;
+    return f->unsupported[t - f->tensors];
+}
+
 int ft_st_count(const ft_st_file *f) {
     return f ? f->n : 0;
 }
@@ -131,7 +144,8 @@ static ft_status st_check_metadata(ft_ctx *ctx, ft_st_file *f, const ft_json *m)
 }
 
 static ft_status st_parse_dtype(ft_ctx *ctx, const ft_st_file *f, const char *name,
-                                const ft_json *d, ft_dtype *out) {
+                                const ft_json *d, ft_dtype *out, size_t *esize, const char **unsupported) {
+    *unsupported = NULL;
     if (!d)
         return ft_set_error(ctx, FT_ERR_FORMAT, "%s: tensor '%s': missing 'dtype'", f->path, name);
     const char *s = ft_json_string(d);
@@ -141,14 +155,21 @@ static ft_status st_parse_dtype(ft_ctx *ctx, const ft_st_file *f, const char *na
     for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
         if (!strcmp(s, st_dtypes[i].name)) {
             *out = st_dtypes[i].dtype;
+            *esize = ft_dtype_size(*out);
             return FT_OK;
         }
-    for (size_t i = 0; i < sizeof st_known_unsupported / sizeof st_known_unsupported[0]; i++)
-        if (!strcmp(s, st_known_unsupported[i]))
-            return ft_set_error(
-                ctx, FT_ERR_UNSUPPORTED,
-                "%s: tensor '%s': dtype %s is not supported (supported: F32, F16, BF16, I64, I32)",
-                f->path, name, s);
+    for (size_t i = 0; i < sizeof st_known_unsupported / sizeof st_known_unsupported[0]; i++) {
+        if (strcmp(s, st_known_unsupported[i].name)) continue;
+        if (f->lenient && st_known_unsupported[i].bits % 8 == 0) {
+            *out = FT_DTYPE_COUNT;
+            *esize = (size_t)st_known_unsupported[i].bits / 8;
+            *unsupported = st_known_unsupported[i].name;
+            return FT_OK;
+        }
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                            "%s: tensor '%s': dtype %s is not supported (supported: F32, F16, BF16, I64, I32)",
+                            f->path, name, s);
+    }
     return ft_set_error(ctx, FT_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", f->path, name,
                         s);
 }
@@ -258,7 +279,8 @@ static ft_status st_build(ft_ctx *ctx, ft_st_file *f) {
         f->n_slots *= 2;
     f->slots = (int *)calloc(f->n_slots, sizeof *f->slots);
     st_span *spans = (st_span *)calloc((size_t)(members ? members : 1), sizeof *spans);
-    if (!f->tensors || !f->slots || !spans) {
+    if (f->lenient) f->unsupported = (const char **)calloc((size_t)(members ? members : 1), sizeof *f->unsupported);
+    if (!f->tensors || !f->slots || !spans || (f->lenient && !f->unsupported)) {
         free(spans);
         return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory reading the header", f->path);
     }
@@ -289,24 +311,27 @@ static ft_status st_build(ft_ctx *ctx, ft_st_file *f) {
             break;
         }
         uint64_t numel = 0, begin = 0, end = 0;
-        if ((st = st_parse_dtype(ctx, f, name, ft_json_get(e, "dtype"), &t->dtype)) != FT_OK ||
+        size_t esize = 0;
+        const char *uname = NULL;
+        if ((st = st_parse_dtype(ctx, f, name, ft_json_get(e, "dtype"), &t->dtype, &esize, &uname)) != FT_OK ||
             (st = st_parse_shape(ctx, f, t, ft_json_get(e, "shape"), &numel)) != FT_OK ||
             (st = st_parse_offsets(ctx, f, name, ft_json_get(e, "data_offsets"), &begin, &end)) !=
                 FT_OK)
             break;
-        uint64_t want = numel * ft_dtype_size(t->dtype);
+        uint64_t want = numel * esize;
         if (end - begin != want) {
             st = ft_set_error(
                 ctx, FT_ERR_FORMAT,
                 "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes but %s x %llu elements "
                 "need %llu",
                 f->path, name, (unsigned long long)begin, (unsigned long long)end,
-                (unsigned long long)(end - begin), st_dtype_name(t->dtype),
+                (unsigned long long)(end - begin), uname ? uname : st_dtype_name(t->dtype),
                 (unsigned long long)numel, (unsigned long long)want);
             break;
         }
         t->data = f->data + begin;
         t->nbytes = (size_t)want;
+        if (uname) f->unsupported[n] = uname;
         spans[n].begin = begin;
         spans[n].end = end;
         spans[n].idx = n;
@@ -339,11 +364,16 @@ static ft_status st_build(ft_ctx *ctx, ft_st_file *f) {
 }
 
 ft_status ft_st_open(ft_ctx *ctx, const char *path, ft_st_file **out) {
+    return ft_st_open_ex(ctx, path, false, out);
+}
+
+ft_status ft_st_open_ex(ft_ctx *ctx, const char *path, bool lenient, ft_st_file **out) {
     if (!out) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_st_open: out is NULL");
     *out = NULL;
     if (!path) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_st_open: path is NULL");
     ft_st_file *f = (ft_st_file *)calloc(1, sizeof *f);
     if (f) f->path = strdup(path);
+    if (f) f->lenient = lenient;
     if (!f || !f->path) {
         free(f);
         return ft_set_error(ctx, FT_ERR_OOM, "%s: out of host memory", path);

@@ -33,6 +33,14 @@ typedef struct ft_st_tensor {
 typedef struct ft_st_file ft_st_file;
 
 ft_status ft_st_open(ft_ctx *ctx, const char *path, ft_st_file **out);
+/* lenient: a tensor of a whole-byte dtype the engine does not handle (BOOL, U8, F64 ...)
+ * is checked like any other and listed with dtype FT_DTYPE_COUNT and its dtype name in
+ * ft_st_unsupported_dtype, instead of refusing the file: a checkpoint's buffers that a
+ * model never reads (GPT-2's old boolean attn.bias) then do not keep it from loading. */
+ft_status ft_st_open_ex(ft_ctx *ctx, const char *path, bool lenient, ft_st_file **out);
+/* The file's dtype name ("BOOL", "U8", ...) of a tensor of f that a lenient open listed
+ * as FT_DTYPE_COUNT; NULL for every tensor the engine can read. */
+const char *ft_st_unsupported_dtype(const ft_st_file *f, const ft_st_tensor *t);
 void ft_st_close(ft_st_file *f);
 const char *ft_st_path(const ft_st_file *f);
 int ft_st_count(const ft_st_file *f);

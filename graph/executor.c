@@ -425,8 +425,9 @@ static ft_status resolve_steps(ft_ctx *ctx, ft_plan *p, bool need_capture) {
                                 "static mode: op %s cannot be captured in a CUDA graph "
                                 "(set FT_DISABLE_CUDA_GRAPHS=1 or use graph mode)",
                                 ft_node_describe(n, d, sizeof d));
-        /* CPU: linear and convolution weights packed once here, in the GEMM's panel layout */
-        if (ctx->device == FT_DEVICE_CPU) ft_cpu_prepack(ctx, n);
+        /* CPU: linear and convolution weights packed once here, in the GEMM's panel layout,
+         * one copy per weight however many steps run it */
+        if (ctx->device == FT_DEVICE_CPU) ft_cpu_prepack_shared(ctx, n, p->step_nodes, p->n_steps);
         p->steps[p->n_steps].fn = fn;
         p->steps[p->n_steps].node = n;
         p->step_nodes[p->n_steps] = n;

@@ -6,7 +6,7 @@
  *   ctx    = matmul(probs, v)         [B, H, Sq, D]
  *
  * becomes one attention(q, k, v, mask, a * s) node, which never writes the
- * [B, H, Sq, Sk] scores. The op API may have made q, k^T or v contiguous with
+ * [B, H, Sq, Sk] scores; a causal softmax (GPT-2) gives a causal attention. The op API may have made q, k^T or v contiguous with
  * a copy (a permuted head view is not a batched GEMM operand); the attention
  * kernels only need a unit inner stride, so those copies are bypassed and k^T
  * is turned back into k by a view. The copies die in dead-node elimination.
@@ -186,7 +186,7 @@ int ft_pass_attention(ft_graph *g) {
         if (g->ctx->device == FT_DEVICE_CUDA && (q->ne[3] > 128 || vv->ne[3] > 128)) continue;
         if (!untranspose(g, kt)) continue;
         if (n_bias && !(mask = joined_mask(g, mm2, bias, n_bias, mask))) return -1;
-        ft_params_attention p = {scale};
+        ft_params_attention p = {scale, FT_PARAMS(probs, ft_params_softmax)->causal};
         mm2->op = FT_OP_ATTENTION;
         memset(mm2->op_params, 0, sizeof mm2->op_params);
         memcpy(mm2->op_params, &p, sizeof p);

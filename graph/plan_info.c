@@ -74,6 +74,9 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     case FT_OP_SOFTMAX:
     case FT_OP_ATTENTION:
         if (t->src[t->op == FT_OP_SOFTMAX ? 1 : 3]) part(d, n, "+", "mask");
+        if (t->op == FT_OP_SOFTMAX ? FT_PARAMS(t, ft_params_softmax)->causal
+                                   : FT_PARAMS(t, ft_params_attention)->causal)
+            part(d, n, "+", "causal");
         break;
     case FT_OP_ATTENTION_REL:
         if (t->src[3]) part(d, n, "+", "mask");

@@ -290,16 +290,14 @@ int ft_tensor_is_contiguous(const ft_tensor *t);
 const char *ft_tensor_describe(const ft_tensor *t, char *buf, size_t size);
 
 /** A new tensor on the context's device holding a copy of host data. */
-ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape,
-                               const void *data);
+ft_tensor *ft_tensor_from_host(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape, const void *data);
 /** A new uninitialised contiguous tensor. */
 ft_tensor *ft_tensor_empty(ft_ctx *ctx, ft_dtype dtype, int ndim, const int64_t *shape);
 /** Copies a tensor (any strides) to host memory as a contiguous array of `dtype`,
  *  converting between floating dtypes (f32/f16/bf16) or between integer dtypes.
  *  `size` is the byte size of `out` and must be at least numel * dtype size.
  *  Waits for pending work on CUDA. */
-ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out,
-                            size_t size);
+ft_status ft_tensor_to_host(ft_ctx *ctx, const ft_tensor *t, ft_dtype dtype, void *out, size_t size);
 /** Gives the tensor's memory back to the caching allocator once no view of it is
  *  alive. The handle must not be used afterwards. NULL is a no-op. */
 void ft_tensor_release(ft_ctx *ctx, ft_tensor *t);
@@ -345,8 +343,7 @@ ft_model_options ft_model_options_default(void);
  * real sizes. Strict: a malformed file, a missing tensor or a shape that disagrees
  * with the config is an error naming the file and the tensor or key.
  */
-ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt,
-                        ft_model **out);
+ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out);
 void ft_model_free(ft_model *m);
 
 /** A model input given in host memory, by Hugging Face argument name

@@ -43,6 +43,9 @@ ft_tensor *ft_pad(ft_ctx *ctx, ft_tensor *x, int dim, int64_t before, int64_t af
 /** Rows of `table` [V, D] picked by integer `ids` [...]: result [..., D].
  *  Ids outside [0, V) are an error. */
 ft_tensor *ft_embedding(ft_ctx *ctx, ft_tensor *table, ft_tensor *ids);
+/** RoBERTa's positions (HF create_position_ids_from_input_ids) over the last dim of integer ids, as i64:
+ *  cumsum(ids != pad) * (ids != pad) + pad: real tokens get pad + 1, + 2, ..., padding keeps pad. */
+ft_tensor *ft_position_ids(ft_ctx *ctx, ft_tensor *ids, int64_t padding_idx);
 /** out[..., i, j] = x[..., i, idx[i, j]]; idx is an integer [I, J] tensor, x is [..., I, T]. */
 ft_tensor *ft_gather_last(ft_ctx *ctx, ft_tensor *x, ft_tensor *idx);
 
@@ -62,13 +65,15 @@ ft_tensor *ft_sigmoid(ft_ctx *ctx, ft_tensor *x);
 /* Reductions and normalisations */
 /** Sum over the last dimension, kept as size 1. */
 ft_tensor *ft_sum_last(ft_ctx *ctx, ft_tensor *x);
-/** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL. */
+/** softmax over the last dim of (x * scale + mask); mask (f32, broadcastable to x) may be NULL.
+ *  _causal, as HF GPT-2: x * scale at key j > i + Sk - Sq of scores [..., Sq, Sk] is first replaced
+ *  by finfo(float32).min (under a padding mask min + min = -inf). */
 ft_tensor *ft_softmax(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
+ft_tensor *ft_softmax_causal(ft_ctx *ctx, ft_tensor *x, ft_tensor *mask, float scale);
 /** LayerNorm over the last dim; gamma and beta ([D]) may be NULL. */
 ft_tensor *ft_layernorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *gamma, ft_tensor *beta, float eps);
 /** GroupNorm of x [B, C, ...] with `groups` groups; gamma/beta [C] may be NULL. */
-ft_tensor *ft_groupnorm(ft_ctx *ctx, ft_tensor *x, int groups, ft_tensor *gamma, ft_tensor *beta,
-                        float eps);
+ft_tensor *ft_groupnorm(ft_ctx *ctx, ft_tensor *x, int groups, ft_tensor *gamma, ft_tensor *beta, float eps);
 /** Inference batch norm of x [B, C, ...] with running statistics ([C] each). */
 ft_tensor *ft_batchnorm(ft_ctx *ctx, ft_tensor *x, ft_tensor *mean, ft_tensor *var,
                         ft_tensor *gamma, ft_tensor *beta, float eps);
@@ -82,17 +87,15 @@ ft_tensor *ft_linear(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias);
 /** Batched a [..., M, K] x b [..., K, N] * alpha; batch dims must match. */
 ft_tensor *ft_matmul(ft_ctx *ctx, ft_tensor *a, ft_tensor *b, float alpha);
 /** softmax(q k^T * scale + mask) v for q [B, H, Sq, D], k/v [B, H, Sk, D];
- *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. */
-ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask,
-                        float scale);
+ *  mask f32 broadcastable to [B, H, Sq, Sk] or NULL. _causal: ft_softmax_causal's mask (none made). */
+ft_tensor *ft_attention(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask, float scale);
+ft_tensor *ft_attention_causal(ft_ctx *ctx, ft_tensor *q, ft_tensor *k, ft_tensor *v, ft_tensor *mask, float scale);
 
 /* Convolutions and pooling (NCHW / NCL) */
 /** x [B, Cin, L], w [Cout, Cin/groups, K], bias [Cout] or NULL. */
-ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
+ft_tensor *ft_conv1d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride, int padding, int groups);
 /** x [B, Cin, H, W], w [Cout, Cin/groups, KH, KW], bias [Cout] or NULL. */
-ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride,
-                     int padding, int groups);
+ft_tensor *ft_conv2d(ft_ctx *ctx, ft_tensor *x, ft_tensor *w, ft_tensor *bias, int stride, int padding, int groups);
 /** Max pool over H, W of x [B, C, H, W]; padding acts as -inf. */
 ft_tensor *ft_maxpool2d(ft_ctx *ctx, ft_tensor *x, int kernel, int stride, int padding);
 /** Mean over all dims after the first two: [B, C, ...] -> [B, C, 1, ...]. */

@@ -9,25 +9,14 @@
  * DistilBERT scales q by 1/sqrt(d) before q k^T and BERT scales the scores;
  * for d a power of four the two are the same floating-point numbers.
  *
- * Eager mode runs attention unfused (matmul, softmax with the additive mask,
- * matmul), as HF's eager attention does; graph mode's passes fuse it.
+ * The layer itself (bert.h) is shared with RoBERTa and ALBERT.
  */
-#include "model.h"
+#include "bert.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-typedef struct bert_layer {
-    ft_tensor *wq, *bq, *wk, *bk, *wv, *bv; /* [D, D], [D] */
-    ft_tensor *wo, *bo;                      /* attention output dense [D, D] */
-    ft_tensor *ln1_w, *ln1_b;                /* [D] */
-    ft_tensor *wi, *bi;                      /* intermediate [I, D], [I] */
-    ft_tensor *wo2, *bo2;                    /* output [D, I], [D] */
-    ft_tensor *ln2_w, *ln2_b;
-} bert_layer;
 
 typedef struct bert {
     bool distil;
@@ -36,7 +25,7 @@ typedef struct bert {
     ft_act_kind act;
     ft_tensor *word, *pos, *type; /* [V, D], [P, D], [T, D] (type: BERT only) */
     ft_tensor *emb_ln_w, *emb_ln_b;
-    bert_layer *layer;
+    ft_bert_layer *layer;
     ft_tensor *pool_w, *pool_b; /* BERT pooler [D, D], [D]; NULL if absent */
 } bert;
 
@@ -87,6 +76,37 @@ static ft_status read_config(bert *b, ft_config *c) {
     return FT_OK;
 }
 
+static const ft_bert_layer_names bert_names = {
+    "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+    "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
+static const ft_bert_layer_names distil_names = {
+    "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+    "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
+
+ft_status ft_bert_layer_load(ft_model *m, ft_bert_layer *l, const char *prefix, const ft_bert_layer_names names,
+                             int64_t D, int64_t I) {
+    const char *p = prefix;
+    l->wq = ft_weight(m, FT_W_SHAPE(D, D), "%s.%s.weight", p, names[0]);
+    l->bq = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[0]);
+    l->wk = ft_weight(m, FT_W_SHAPE(D, D), "%s.%s.weight", p, names[1]);
+    l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[1]);
+    l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%s.weight", p, names[2]);
+    l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[2]);
+    l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%s.weight", p, names[3]);
+    l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[3]);
+    l->ln1_w = ft_weight(m, FT_W_SHAPE(D), "%s.%s.weight", p, names[4]);
+    l->ln1_b = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[4]);
+    l->wi = ft_weight(m, FT_W_SHAPE(I, D), "%s.%s.weight", p, names[5]);
+    l->bi = ft_weight(m, FT_W_SHAPE(I), "%s.%s.bias", p, names[5]);
+    l->wo2 = ft_weight(m, FT_W_SHAPE(D, I), "%s.%s.weight", p, names[6]);
+    l->bo2 = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[6]);
+    l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%s.weight", p, names[7]);
+    l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%s.bias", p, names[7]);
+    ft_weights_pack(m, (ft_tensor *[]){l->wq, l->wk, l->wv}, 3);
+    ft_weights_pack(m, (ft_tensor *[]){l->bq, l->bk, l->bv}, 3);
+    return m->ctx->status;
+}
+
 static ft_status load_weights(ft_model *m, bert *b) {
     int64_t D = b->d, I = b->inter;
     b->word = ft_weight(m, FT_W_SHAPE(b->vocab, D), "embeddings.word_embeddings.weight");
@@ -96,48 +116,10 @@ static ft_status load_weights(ft_model *m, bert *b) {
     b->emb_ln_w = ft_weight(m, FT_W_SHAPE(D), "embeddings.LayerNorm.weight");
     b->emb_ln_b = ft_weight(m, FT_W_SHAPE(D), "embeddings.LayerNorm.bias");
     for (int64_t i = 0; i < b->layers; i++) {
-        bert_layer *l = &b->layer[i];
-        int li = (int)i;
-        if (b->distil) {
-            const char *p = "transformer.layer";
-            l->wq = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.q_lin.weight", p, li);
-            l->bq = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.q_lin.bias", p, li);
-            l->wk = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.k_lin.weight", p, li);
-            l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.k_lin.bias", p, li);
-            l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.v_lin.weight", p, li);
-            l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.v_lin.bias", p, li);
-            l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.out_lin.weight", p, li);
-            l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.out_lin.bias", p, li);
-            l->ln1_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.sa_layer_norm.weight", p, li);
-            l->ln1_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.sa_layer_norm.bias", p, li);
-            l->wi = ft_weight(m, FT_W_SHAPE(I, D), "%s.%d.ffn.lin1.weight", p, li);
-            l->bi = ft_weight(m, FT_W_SHAPE(I), "%s.%d.ffn.lin1.bias", p, li);
-            l->wo2 = ft_weight(m, FT_W_SHAPE(D, I), "%s.%d.ffn.lin2.weight", p, li);
-            l->bo2 = ft_weight(m, FT_W_SHAPE(D), "%s.%d.ffn.lin2.bias", p, li);
-            l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output_layer_norm.weight", p, li);
-            l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output_layer_norm.bias", p, li);
-        } else {
-            const char *p = "encoder.layer";
-            l->wq = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.query.weight", p, li);
-            l->bq = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.query.bias", p, li);
-            l->wk = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.key.weight", p, li);
-            l->bk = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.key.bias", p, li);
-            l->wv = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.self.value.weight", p, li);
-            l->bv = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.self.value.bias", p, li);
-            l->wo = ft_weight(m, FT_W_SHAPE(D, D), "%s.%d.attention.output.dense.weight", p, li);
-            l->bo = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.dense.bias", p, li);
-            l->ln1_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.LayerNorm.weight", p, li);
-            l->ln1_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.attention.output.LayerNorm.bias", p, li);
-            l->wi = ft_weight(m, FT_W_SHAPE(I, D), "%s.%d.intermediate.dense.weight", p, li);
-            l->bi = ft_weight(m, FT_W_SHAPE(I), "%s.%d.intermediate.dense.bias", p, li);
-            l->wo2 = ft_weight(m, FT_W_SHAPE(D, I), "%s.%d.output.dense.weight", p, li);
-            l->bo2 = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.dense.bias", p, li);
-            l->ln2_w = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.weight", p, li);
-            l->ln2_b = ft_weight(m, FT_W_SHAPE(D), "%s.%d.output.LayerNorm.bias", p, li);
-        }
-        ft_weights_pack(m, (ft_tensor *[]){l->wq, l->wk, l->wv}, 3);
-        ft_weights_pack(m, (ft_tensor *[]){l->bq, l->bk, l->bv}, 3);
-        if (m->ctx->status != FT_OK) return m->ctx->status;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s.%d", b->distil ? "transformer.layer" : "encoder.layer", (int)i);
+        if (ft_bert_layer_load(m, &b->layer[i], prefix, b->distil ? distil_names : bert_names, D, I))
+            return m->ctx->status;
     }
     /* A checkpoint saved without the pooler (HF add_pooling_layer=False, or a token
      * classification model) simply has no pooler_output. */
@@ -156,7 +138,7 @@ static ft_status bert_load_common(ft_model *m, ft_config *cfg, bool distil) {
     snprintf(m->arch_name, sizeof m->arch_name, "%s", distil ? "DistilBertModel" : "BertModel");
     ft_status st = read_config(b, cfg);
     if (st) return st;
-    b->layer = (bert_layer *)calloc((size_t)(b->layers ? b->layers : 1), sizeof *b->layer);
+    b->layer = (ft_bert_layer *)calloc((size_t)(b->layers ? b->layers : 1), sizeof *b->layer);
     if (!b->layer) return ft_set_error(m->ctx, FT_ERR_OOM, "out of host memory");
     return load_weights(m, b);
 }
@@ -177,27 +159,26 @@ static ft_status bert_validate(ft_model *m) {
     return st ? st : ft_check_mask_values(m, "attention_mask", FT_F32_MIN);
 }
 
-static ft_tensor *encoder_layer(ft_ctx *ctx, const bert *b, const bert_layer *l, ft_tensor *h,
-                                ft_tensor *mask) {
-    int64_t dh = b->d / b->heads;
-    ft_tensor *q = ft_split_heads(ctx, ft_linear(ctx, h, l->wq, l->bq), b->heads);
-    ft_tensor *k = ft_split_heads(ctx, ft_linear(ctx, h, l->wk, l->bk), b->heads);
-    ft_tensor *v = ft_split_heads(ctx, ft_linear(ctx, h, l->wv, l->bv), b->heads);
+ft_tensor *ft_bert_layer_forward(ft_ctx *ctx, const ft_bert_layer *l, ft_tensor *h, ft_tensor *mask,
+                                 int64_t heads, float eps, ft_act_kind act) {
+    int64_t d = ft_tensor_dim(h, 2), dh = d / heads;
+    ft_tensor *q = ft_split_heads(ctx, ft_linear(ctx, h, l->wq, l->bq), heads);
+    ft_tensor *k = ft_split_heads(ctx, ft_linear(ctx, h, l->wk, l->bk), heads);
+    ft_tensor *v = ft_split_heads(ctx, ft_linear(ctx, h, l->wv, l->bv), heads);
     ft_tensor *scores = ft_matmul(ctx, q, ft_transpose(ctx, k, -1, -2), 1.0f); /* [B, H, S, S] */
     ft_tensor *probs = ft_softmax(ctx, scores, mask, 1.0f / sqrtf((float)dh));
     ft_tensor_release(ctx, scores);
     ft_tensor *c = ft_matmul(ctx, probs, v, 1.0f); /* [B, H, S, Dh] */
     ft_tensor_release(ctx, probs);
     c = ft_permute(ctx, c, (const int[]){0, 2, 1, 3});
-    c = ft_reshape(ctx, c, 3, FT_SHAPE(ft_tensor_dim(h, 0), ft_tensor_dim(h, 1), b->d)); /* [B, S, D] */
-    ft_tensor *a = ft_layernorm(ctx, ft_add(ctx, ft_linear(ctx, c, l->wo, l->bo), h), l->ln1_w,
-                                l->ln1_b, b->eps);
+    c = ft_reshape(ctx, c, 3, FT_SHAPE(ft_tensor_dim(h, 0), ft_tensor_dim(h, 1), d)); /* [B, S, D] */
+    ft_tensor *a = ft_layernorm(ctx, ft_add(ctx, ft_linear(ctx, c, l->wo, l->bo), h), l->ln1_w, l->ln1_b, eps);
     ft_tensor *f = ft_linear(ctx, a, l->wi, l->bi); /* [B, S, I] */
-    ft_tensor *fa = ft_model_act(ctx, b->act, f);
+    ft_tensor *fa = ft_model_act(ctx, act, f);
     ft_tensor_release(ctx, f);
     ft_tensor *o = ft_add(ctx, ft_linear(ctx, fa, l->wo2, l->bo2), a);
     ft_tensor_release(ctx, fa);
-    return ft_layernorm(ctx, o, l->ln2_w, l->ln2_b, b->eps);
+    return ft_layernorm(ctx, o, l->ln2_w, l->ln2_b, eps);
 }
 
 static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
@@ -214,7 +195,7 @@ static ft_status bert_forward(ft_model *m, ft_ctx *ctx) {
     bool hs = ft_model_want_hidden_states(m);
     ft_model_add_hidden_state(m, 0, h);
     for (int64_t i = 0; i < b->layers; i++) {
-        ft_tensor *next = encoder_layer(ctx, b, &b->layer[i], h, mask);
+        ft_tensor *next = ft_bert_layer_forward(ctx, &b->layer[i], h, mask, b->heads, b->eps, b->act);
         ft_model_add_hidden_state(m, i + 1, next);
         if (!hs) ft_tensor_release(ctx, h); /* an output stays alive */
         h = next;

@@ -559,7 +559,7 @@ static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_option
             snprintf(file, sizeof file, "%s/model.safetensors", path);
             /* a description needs the config only: without a checkpoint the shapes
              * come from the config alone (with one, every shape is checked against it) */
-            if (o.weights != FT_WEIGHTS_NONE || access(file, F_OK) == 0) st = ft_st_open(ctx, file, &m->st);
+            if (o.weights != FT_WEIGHTS_NONE || access(file, F_OK) == 0) st = ft_st_open_ex(ctx, file, true, &m->st); /* unread buffers may have any dtype */
             if (st == FT_ERR_IO) { /* say what the directory holds instead, when it is a known form */
                 char other[1100];
                 snprintf(other, sizeof other, "%s/model.safetensors.index.json", path);

@@ -107,6 +107,14 @@ ft_tensor *ft_weight_f32(ft_model *m, int ndim, const int64_t *shape, const char
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* A Conv1D weight (GPT-2's y = x W + b): the file holds W as [in, out]; it is
+ * stored transposed once, as [out, in], so ft_linear takes it with no copy per
+ * call. Errors name the file's [in, out] shape. */
+ft_tensor *ft_weight_transposed(ft_model *m, int64_t out, int64_t in, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 /* Whether the checkpoint holds a tensor of that name (prefix and renames applied).
  * Always false for random init. */
 bool ft_weight_exists(ft_model *m, const char *fmt, ...)
@@ -217,6 +225,9 @@ extern const ft_arch ft_arch_deberta;
 extern const ft_arch ft_arch_mobilenet_v2;
 extern const ft_arch ft_arch_efficientnet;
 extern const ft_arch ft_arch_convnext;
+extern const ft_arch ft_arch_roberta;
+extern const ft_arch ft_arch_albert;
+extern const ft_arch ft_arch_gpt2;
 
 /* The architecture for a config's model_type, or NULL. (models/registry.c) */
 const ft_arch *ft_arch_find(const char *model_type);

@@ -19,5 +19,8 @@ const ft_arch *const ft_archs[] = {
     &ft_arch_mobilenet_v2,
     &ft_arch_efficientnet,
     &ft_arch_convnext,
+    &ft_arch_roberta,
+    &ft_arch_albert,
+    &ft_arch_gpt2,
     NULL,
 };

@@ -4,7 +4,7 @@
  * A parameter is asked for by its bare HF name and expected shape. From a
  * checkpoint it is looked up as written, with each of the architecture's
  * base-model prefixes ("bert." ...), and with the legacy spellings HF renames
- * on load (gamma/beta for weight/bias, weight_g/weight_v vs parametrizations); its
+ * on load (any "gamma"/"beta" in a key, weight_g/weight_v vs parametrizations); its
  * shape is checked against the config, its dtype converted to the model's,
  * and it is uploaded once. For a preset it is random-initialised instead:
  * normal(0, initializer_range) for matrices, zeros for biases, ones for norm
@@ -60,35 +60,34 @@ static int spellings(const char *name, char out[4][256]) {
     return n;
 }
 
-/* Hugging Face's _fix_key: a file key holding "beta" is read as if it held "bias"
- * there, otherwise one holding "gamma" as if "weight" (substring replacement, every
- * occurrence). True when key fixes to `want`. */
-static bool fixes_to(const char *key, const char *want) {
-    const char *from = strstr(key, "beta") ? "beta" : strstr(key, "gamma") ? "gamma" : NULL;
-    if (!from) return false;
-    const char *to = from[0] == 'b' ? "bias" : "weight";
-    char fixed[640];
-    size_t k = 0, lf = strlen(from), lt = strlen(to);
-    for (const char *p = key; *p && k + lt + 1 < sizeof fixed;) {
-        if (!strncmp(p, from, lf)) {
-            memcpy(fixed + k, to, lt);
-            k += lt;
-            p += lf;
+/* Hugging Face's rename of every loaded key (_load_state_dict_into_model, 4.36):
+ * a key containing "beta" has each "beta" replaced by "bias", else one containing
+ * "gamma" has each "gamma" replaced by "weight" (substrings, not suffixes). */
+static void hf_fix_key(const char *key, char *out, size_t size) {
+    const char *from = strstr(key, "beta") ? "beta" : "gamma", *to = strstr(key, "beta") ? "bias" : "weight";
+    size_t k = 0, fl = strlen(from);
+    for (const char *p = key; *p && k + 1 < size;) {
+        if (!strncmp(p, from, fl)) {
+            k += (size_t)snprintf(out + k, size - k, "%s", to);
+            p += fl;
         } else {
-            fixed[k++] = *p++;
+            out[k++] = *p++;
         }
     }
-    fixed[k] = '\0';
-    return !strcmp(fixed, want);
+    out[k < size ? k : size - 1] = '\0';
 }
 
-/* The tensor of name `want` (prefixes applied by the caller) under a legacy gamma/beta
- * spelling anywhere in its key; only searched when the plain lookups failed. */
-static const ft_st_tensor *lookup_fixed(ft_model *m, const char *want, char *found, size_t fsize) {
-    if (!strstr(want, "bias") && !strstr(want, "weight")) return NULL;
+/* The file's tensor whose renamed key (hf_fix_key), with or without a prefix, is name. */
+static const ft_st_tensor *lookup_renamed(ft_model *m, const char *name, char *found, size_t fsize) {
     for (int i = 0, n = ft_st_count(m->st); i < n; i++) {
         const ft_st_tensor *t = ft_st_get(m->st, i);
-        if (fixes_to(t->name, want)) {
+        if (!strstr(t->name, "gamma") && !strstr(t->name, "beta")) continue;
+        char fixed[640];
+        hf_fix_key(t->name, fixed, sizeof fixed);
+        bool hit = !strcmp(fixed, name);
+        for (const char *const *p = m->arch->prefixes; !hit && p && *p; p++)
+            hit = !strncmp(fixed, *p, strlen(*p)) && !strcmp(fixed + strlen(*p), name);
+        if (hit) {
             snprintf(found, fsize, "%.400s", t->name);
             return t;
         }
@@ -116,13 +115,7 @@ static const ft_st_tensor *lookup(ft_model *m, const char *name, char *found, si
             }
         }
     }
-    const ft_st_tensor *t = lookup_fixed(m, name, found, fsize);
-    for (const char *const *p = m->arch->prefixes; !t && p && *p; p++) {
-        char full[640];
-        snprintf(full, sizeof full, "%.63s%.255s", *p, name);
-        t = lookup_fixed(m, full, found, fsize);
-    }
-    return t;
+    return lookup_renamed(m, name, found, fsize);
 }
 
 /* ---- random initialisation ---- */
@@ -186,7 +179,17 @@ static const char *source_file(const ft_model *m) {
     return m->st ? ft_st_path(m->st) : m->source;
 }
 
-static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *shape, const char *name) {
+/* out [r, c] = in [c, r] transposed, elements of es bytes. */
+static void transpose2d(void *out, const void *in, int64_t r, int64_t c, size_t es) {
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy((char *)out + (size_t)(i * c + j) * es, (const char *)in + (size_t)(j * r + i) * es, es);
+}
+
+/* transposed: a 2-d parameter whose file holds shape[1] x shape[0] (a Conv1D's
+ * [in, out]); it is stored as shape, transposed once here. */
+static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *shape, const char *name,
+                        bool transposed) {
     ft_ctx *ctx = m->ctx;
     if (ctx->status != FT_OK) return NULL;
     /* sizes come from config.json: refuse what no device could hold before any
@@ -211,6 +214,8 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
     int64_t n = ft_numel(t);
     char want[128];
     ft_shape_str(t, want, sizeof want);
+    if (transposed) /* the file's layout is what a mismatch names */
+        snprintf(want, sizeof want, "[%lld,%lld] ", (long long)shape[1], (long long)shape[0]);
 
     float *f32 = NULL;
     const void *src = NULL;
@@ -222,13 +227,18 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
             ft_set_error(ctx, FT_ERR_NOT_FOUND, "%s: tensor '%s' not found", source_file(m), name);
             goto fail;
         }
+        if (ft_st_unsupported_dtype(m->st, st)) {
+            ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which the engine does not read "
+                         "(expected a float dtype)", source_file(m), found, ft_st_unsupported_dtype(m->st, st));
+            goto fail;
+        }
         if (!ft_dtype_is_float(st->dtype)) {
             ft_set_error(ctx, FT_ERR_FORMAT, "%s: tensor '%s' has dtype %s, expected a float dtype",
                          source_file(m), found, ft_dtype_name(st->dtype));
             goto fail;
         }
         bool same = st->ndim == ndim;
-        for (int i = 0; same && i < ndim; i++) same = st->shape[i] == shape[i];
+        for (int i = 0; same && i < ndim; i++) same = st->shape[i] == shape[transposed ? ndim - 1 - i : i];
         if (!same) {
             char got[128] = "[";
             size_t k = 1;
@@ -261,17 +271,21 @@ static ft_tensor *fetch(ft_model *m, ft_dtype dtype, int ndim, const int64_t *sh
         goto fail;
     }
     size_t bytes = ft_nbytes(t);
-    if (src_t == dtype) {
+    if (src_t == dtype && !(transposed && m->st)) {
         if (ft_weight_store(ctx, t, src, bytes) != FT_OK) goto fail;
     } else {
-        void *tmp = malloc(bytes ? bytes : 1);
-        if (!tmp) {
+        void *tmp = malloc(bytes ? bytes : 1), *tr = transposed && m->st ? malloc(bytes ? bytes : 1) : NULL;
+        if (!tmp || (transposed && m->st && !tr)) {
+            free(tmp);
+            free(tr);
             ft_set_error(ctx, FT_ERR_OOM, "out of host memory converting '%s'", name);
             goto fail;
         }
         ft_convert_host(dtype, tmp, src_t, src, n);
-        ft_status st = ft_weight_store(ctx, t, tmp, bytes);
+        if (tr) transpose2d(tr, tmp, shape[0], shape[1], ft_dtype_size(dtype));
+        ft_status st = ft_weight_store(ctx, t, tr ? tr : tmp, bytes);
         free(tmp);
+        free(tr);
         if (st != FT_OK) goto fail;
     }
     free(f32);
@@ -292,7 +306,7 @@ ft_tensor *ft_weight(ft_model *m, int ndim, const int64_t *shape, const char *fm
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    return fetch(m, m->dtype, ndim, shape, name);
+    return fetch(m, m->dtype, ndim, shape, name, false);
 }
 
 ft_tensor *ft_weight_f32(ft_model *m, int ndim, const int64_t *shape, const char *fmt, ...) {
@@ -301,7 +315,16 @@ ft_tensor *ft_weight_f32(ft_model *m, int ndim, const int64_t *shape, const char
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    return fetch(m, FT_DTYPE_F32, ndim, shape, name);
+    return fetch(m, FT_DTYPE_F32, ndim, shape, name, false);
+}
+
+ft_tensor *ft_weight_transposed(ft_model *m, int64_t out, int64_t in, const char *fmt, ...) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return fetch(m, m->dtype, 2, (const int64_t[]){out, in}, name, true);
 }
 
 bool ft_weight_exists(ft_model *m, const char *fmt, ...) {

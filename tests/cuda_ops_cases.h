@@ -64,6 +64,16 @@ static const op_case cases_embedding[] = {
     {"embedding i32 bert", b_embedding, 0, 2, {I(2, 512, 768), IDS(FT_DTYPE_I32, 512, 2, 1, 128)}, 0},
 };
 
+/* RoBERTa's positions (pad id 1), read back through a table: a float output */
+static ft_tensor *b_position_ids(ft_ctx *c, ft_tensor **in, int v) {
+    (void)v;
+    return ft_embedding(c, in[0], ft_position_ids(c, in[1], 1));
+}
+static const op_case cases_position_ids[] = {
+    {"position_ids i64", b_position_ids, 0, 2, {I(2, 40, 3), IDS(FT_DTYPE_I64, 4, 2, 3, 17)}, 0},
+    {"position_ids i32 long rows", b_position_ids, 0, 2, {I(2, 303, 5), IDS(FT_DTYPE_I32, 3, 3, 2, 1, 300)}, 0},
+};
+
 static ft_tensor *b_gather(ft_ctx *c, ft_tensor **in, int v) {
     (void)v;
     return ft_gather_last(c, in[0], in[1]);
@@ -139,6 +149,8 @@ static ft_tensor *b_softmax(ft_ctx *c, ft_tensor **in, int v) {
     case 1: return ft_softmax(c, in[0], in[1], 0.125f);
     case 2: return ft_softmax(c, ft_slice(c, in[0], -1, 3, 100), NULL, 2.0f); /* row stride > n */
     case 3: return ft_softmax(c, in[0], tr(c, in[1], -1, -2), 1.0f);           /* strided mask */
+    case 5: return ft_softmax_causal(c, in[0], in[1], 0.125f);                 /* GPT-2 */
+    case 6: return ft_softmax_causal(c, in[0], NULL, 0.5f);
     default: return ft_softmax(c, tr(c, in[0], 0, 1), in[1], 1.0f);           /* copied x */
     }
 }
@@ -151,6 +163,10 @@ static const op_case cases_softmax[] = {
     {"softmax mask view", b_softmax, 3, 2, {IW(3, 3, 17, 33), IM(2, 33, 17)}, 0},
     {"softmax long", b_softmax, 1, 2, {IW(2, 3, 2000), IM(1, 2000)}, 0},
     {"softmax transposed", b_softmax, 4, 2, {IW(3, 17, 3, 33), IM(1, 33)}, 0},
+    {"softmax causal masked", b_softmax, 5, 2, {IW(4, 3, 2, 17, 17), IM(4, 3, 1, 1, 17)}, 0},
+    {"softmax causal keys > queries", b_softmax, 6, 1, {IW(4, 2, 3, 17, 40)}, 0},
+    {"softmax causal queries > keys", b_softmax, 6, 1, {IW(3, 3, 40, 17)}, 0},
+    {"softmax causal long", b_softmax, 5, 2, {IW(3, 2, 3, 2000), IM(3, 2, 1, 2000)}, 0},
 };
 
 static ft_tensor *b_layernorm(ft_ctx *c, ft_tensor **in, int v) {
@@ -276,6 +292,14 @@ static ft_tensor *b_attention(ft_ctx *c, ft_tensor **in, int v) {
                             ft_slice(c, in[2], 3, 1, in[2]->ne[3] - 1), in[3], sc);
     case 4: /* a mask whose last query row is all -inf: that row is NaN */
         return ft_attention(c, in[0], in[1], in[2], ft_pad(c, in[3], 2, 0, 1, -INFINITY), sc);
+    case 6: return ft_attention_causal(c, in[0], in[1], in[2], in[3], sc); /* GPT-2 */
+    case 7: return ft_attention_causal(c, in[0], in[1], in[2], NULL, sc);
+    case 8: { /* left padding: the first 5 keys masked with finfo.min for every query,
+               * so queries 0..4 see no allowed key (HF: uniform over a key set) */
+        int64_t sk = in[3]->ne[3];
+        ft_tensor *mk = ft_pad(c, ft_slice(c, in[3], 3, 0, sk - 5), 3, 5, 0, -3.4028234663852886e38f);
+        return ft_attention_causal(c, in[0], in[1], in[2], mk, sc);
+    }
     default: { /* q/k/v as the model makes them: [B,S,H,D] viewed as [B,H,S,D] */
         int perm[4] = {0, 2, 1, 3};
         return ft_attention(c, ft_permute(c, in[0], perm), ft_permute(c, in[1], perm),
@@ -284,6 +308,17 @@ static ft_tensor *b_attention(ft_ctx *c, ft_tensor **in, int v) {
     }
 }
 static const op_case cases_attention[] = {
+    {"attention causal masked", b_attention, 6, 4,
+     {I(4, 2, 3, 17, 33), I(4, 2, 3, 17, 33), I(4, 2, 3, 17, 33), IM(4, 2, 1, 1, 17)}, 0},
+    {"attention causal gpt2", b_attention, 6, 4,
+     {I(4, 1, 12, 128, 64), I(4, 1, 12, 128, 64), I(4, 1, 12, 128, 64), IM(4, 1, 1, 1, 128)}, 0},
+    {"attention causal no mask", b_attention, 7, 3, {I(4, 2, 2, 70, 32), I(4, 2, 2, 70, 32), I(4, 2, 2, 70, 32)}, 0},
+    {"attention causal keys > queries", b_attention, 7, 3, {I(4, 1, 2, 17, 16), I(4, 1, 2, 90, 16), I(4, 1, 2, 90, 16)}, 0},
+    {"attention causal queries > keys", b_attention, 7, 3, {I(4, 1, 2, 40, 16), I(4, 1, 2, 17, 16), I(4, 1, 2, 17, 16)}, 0},
+    {"attention causal left padding", b_attention, 8, 4,
+     {I(4, 3, 2, 19, 64), I(4, 3, 2, 19, 64), I(4, 3, 2, 19, 64), IM(4, 3, 1, 1, 19)}, 0},
+    {"attention causal left padding d128", b_attention, 8, 4,
+     {I(4, 1, 2, 100, 128), I(4, 1, 2, 100, 128), I(4, 1, 2, 100, 96), IM(4, 1, 1, 1, 100)}, 0},
     {"attention odd", b_attention, 0, 4,
      {I(4, 2, 3, 17, 33), I(4, 2, 3, 17, 33), I(4, 2, 3, 17, 33), IM(4, 2, 1, 1, 17)}, 0},
     {"attention bert", b_attention, 0, 4,
@@ -524,4 +559,5 @@ static const op_case cases_attention_rel[] = {
     X(dwconv2d, cases_dwconv)                \
     X(conv2d_asym, cases_conv2d_asym)        \
     X(channel_norm, cases_channel_norm)      \
-    X(se_gate, cases_se_gate)
+    X(se_gate, cases_se_gate)                \
+    X(position_ids, cases_position_ids)

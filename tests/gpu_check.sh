@@ -91,7 +91,8 @@ fi
 # the op test whole; of the model tests only their CUDA tests (FT_TEST_FILTER=cuda),
 # whose CPU halves already ran in `make test` and gain nothing from the sanitizer
 bins="$B/tests/test_cuda_ops"
-for g in test_bert test_funnel_mobilebert test_resnet_wavlm test_graph_golden test_golden_variants; do
+for g in test_bert test_funnel_mobilebert test_resnet_wavlm test_graph_golden test_golden_variants \
+    test_zoo_text_a; do
     bins="$bins $B/tests/$g"
 done
 # the engine's kernels: every __global__ function's name

@@ -25,7 +25,7 @@ OPTIONAL="ft_ctx_create_ex:opt ft_model_load:opt ft_profiler_create:opt ft_softm
 ft_layernorm:beta ft_groupnorm:gamma ft_groupnorm:beta ft_batchnorm:gamma ft_batchnorm:beta ft_linear:bias
 ft_attention:mask ft_conv1d:bias ft_conv2d:bias ft_model_example_inputs:owned ft_tensor_describe:t
 ft_linear_grouped:bias ft_attention_rel:mask ft_attention_rel:c2p ft_attention_rel:p2c ft_attention_rel:row_scale
-ft_conv2d_ex:bias ft_channel_norm:gamma ft_channel_norm:beta"
+ft_conv2d_ex:bias ft_channel_norm:gamma ft_channel_norm:beta ft_softmax_causal:mask ft_attention_causal:mask"
 
 # one line per function: "ret|name|type name|type name..." (brace bodies and typedefs dropped)
 $CC -E -P -Iinclude include/ftengine.h >"$tmp/h.i" 2>"$tmp/cc.log" || { cat "$tmp/cc.log"; echo "FAIL preprocess"; fail=1; finish; }

@@ -6,6 +6,7 @@
  */
 #include "gemm_test_util.h"
 
+#include <float.h>
 #include <time.h>
 
 
@@ -320,9 +321,13 @@ static void test_matmul_4d_many(void) {
 /* ---- attention ---- */
 
 /* mask kinds: 0 none, 1 [B,1,1,Sk] padding mask, 2 [Sq,Sk] causal with -inf,
- * 3 [1,1,1,Sk] expanded to [B,H,Sq,Sk] (stride 0), 4 full [B,H,Sq,Sk] */
-static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t sk, int64_t d,
-                          int64_t dv, bool permuted, int mask_kind, float scale) {
+ * 3 [1,1,1,Sk] expanded to [B,H,Sq,Sk] (stride 0), 4 full [B,H,Sq,Sk],
+ * 5 [B,1,1,Sk] left padding of b + 2 keys with finfo.min (HF's (1 - m) * min).
+ * causal: ft_attention_causal, HF GPT-2's replacement of the scores past each
+ * query by finfo.min before the mask is added, in f32 as there (min + min = -inf,
+ * and a row with every allowed key padded is uniform over a set of keys). */
+static void run_attention_c(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t sk, int64_t d,
+                            int64_t dv, bool permuted, int mask_kind, float scale, bool causal) {
     float *q = rvals(B * H * sq * d, dt), *k = rvals(B * H * sk * d, dt), *v = rvals(B * H * sk * dv, dt);
     /* logical mask [B, H, Sq, Sk] for the reference, and the tensor the op gets */
     float *mfull = malloc((size_t)(B * H * sq * sk) * sizeof(float));
@@ -338,9 +343,10 @@ static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t
                         m = j > 0 && j > i + sk - sq ? -INFINITY : 0.5f * mv[i * sk + j];
                     if (mask_kind == 3) m = mv[j];
                     if (mask_kind == 4) m = mv[((b * H + h) * sq + i) * sk + j];
+                    if (mask_kind == 5) m = j < b + 2 ? -FLT_MAX : 0.0f;
                     mfull[((b * H + h) * sq + i) * sk + j] = m;
                 }
-    if (mask_kind == 1) {
+    if (mask_kind == 1 || mask_kind == 5) {
         float *m1 = malloc((size_t)(B * sk) * sizeof(float));
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < sk; j++) m1[b * sk + j] = mfull[b * H * sq * sk + j];
@@ -365,7 +371,10 @@ static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t
             for (int64_t j = 0; j < sk; j++) {
                 double s = 0;
                 for (int64_t c = 0; c < d; c++) s += (double)q[(bh * sq + i) * d + c] * k[(bh * sk + j) * d + c];
-                p[j] = s * scale + mfull[(bh * sq + i) * sk + j];
+                if (causal) /* f32 logits, as HF's: replaced, then the mask added */
+                    p[j] = (j > i + sk - sq ? -FLT_MAX : (float)(s * scale)) + mfull[(bh * sq + i) * sk + j];
+                else
+                    p[j] = s * scale + mfull[(bh * sq + i) * sk + j];
                 if (p[j] > mx) mx = p[j];
             }
             for (int64_t j = 0; j < sk; j++) sum += (p[j] = exp(p[j] - mx));
@@ -396,11 +405,12 @@ static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t
         t[x] = ft_permute(ctx, up(dt, 4, sh, ph), perm);
         free(ph);
     }
-    ft_tensor *y = ft_attention(ctx, t[0], t[1], t[2], mt, scale);
-    char what[112];
-    snprintf(what, sizeof what, "attention %s B%lld H%lld Sq%lld Sk%lld D%lld Dv%lld perm %d mask %d",
+    ft_tensor *y = causal ? ft_attention_causal(ctx, t[0], t[1], t[2], mt, scale)
+                          : ft_attention(ctx, t[0], t[1], t[2], mt, scale);
+    char what[128];
+    snprintf(what, sizeof what, "attention %s B%lld H%lld Sq%lld Sk%lld D%lld Dv%lld perm %d mask %d%s",
              ft_dtype_name(dt), (long long)B, (long long)H, (long long)sq, (long long)sk,
-             (long long)d, (long long)dv, permuted, mask_kind);
+             (long long)d, (long long)dv, permuted, mask_kind, causal ? " causal" : "");
     cmp(y, ref, B * H * sq * dv, tol_of(dt), what);
     free(q);
     free(k);
@@ -410,6 +420,27 @@ static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t
     free(ref);
     free(p);
     ft_ctx_reset(ctx);
+}
+
+static void run_attention(ft_dtype dt, int64_t B, int64_t H, int64_t sq, int64_t sk, int64_t d,
+                          int64_t dv, bool permuted, int mask_kind, float scale) {
+    run_attention_c(dt, B, H, sq, sk, d, dv, permuted, mask_kind, scale, false);
+}
+
+/* GPT-2's causal attention: no mask, a padding mask, left padding (rows whose every
+ * allowed key is padded), more keys than queries, more queries than keys (rows
+ * with no allowed key: uniform over all), and row blocks of 64 (129 queries). */
+static void test_attention_causal(void) {
+    for (int di = 0; di < 3; di++) {
+        ft_dtype dt = dtypes[di];
+        run_attention_c(dt, 2, 3, 17, 17, 16, 16, true, 0, 0.25f, true);
+        run_attention_c(dt, 3, 2, 19, 19, 8, 5, false, 5, 0.3f, true);
+        if (dt != FT_DTYPE_F32) continue;
+        run_attention_c(dt, 2, 2, 17, 17, 16, 16, true, 1, 0.25f, true);
+        run_attention_c(dt, 1, 2, 129, 129, 64, 64, true, 5, 0.125f, true);
+        run_attention_c(dt, 2, 1, 5, 40, 3, 7, false, 3, 0.5f, true);
+        run_attention_c(dt, 2, 1, 40, 17, 3, 7, false, 0, 0.5f, true);
+    }
 }
 
 static void test_attention(void) {
@@ -685,6 +716,7 @@ int main(void) {
     RUN(test_matmul);
     RUN(test_matmul_4d_many);
     RUN(test_attention);
+    RUN(test_attention_causal);
     RUN(test_attention_long);
     RUN(test_attention_fully_masked);
     RUN(test_conv1d);

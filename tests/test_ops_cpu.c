@@ -145,6 +145,38 @@ static void test_embedding_gather(void) {
     end_test();
 }
 
+/* RoBERTa's positions (i64 of ids' shape): per row of the last dim, pad + the count of
+ * non-pad ids up to and including j for a non-pad id, pad for a pad id */
+static void check_position_ids(const char *what, hv ids, int64_t pad, const int64_t *want) {
+    int64_t n = numel_of(ids.nd, ids.ne), cols = ids.ne[ids.nd - 1], bad = -1;
+    double *di = dense(ids);
+    int64_t *ref = keep(malloc(sizeof(int64_t) * (size_t)n)), *got = keep(malloc(sizeof(int64_t) * (size_t)n));
+    for (int64_t i = 0, c = 0; i < n; i++) {
+        c = (i % cols ? c : 0) + ((int64_t)di[i] != pad);
+        ref[i] = want ? want[i] : (int64_t)di[i] != pad ? pad + c : pad;
+    }
+    ft_tensor *y = ft_position_ids(ctx, ids.t, pad);
+    CHECK(y && ft_tensor_dtype(y) == FT_DTYPE_I64 && ft_tensor_ndim(y) == ids.nd, "%s: %s", what, ft_ctx_errmsg(ctx));
+    if (!y || ft_tensor_to_host(ctx, y, FT_DTYPE_I64, got, sizeof(int64_t) * (size_t)n) != FT_OK) return;
+    for (int64_t i = 0; i < n && bad < 0; i++) bad = got[i] != ref[i] ? i : -1;
+    CHECK(bad < 0, "%s: position %lld is %lld, expected %lld", what, (long long)bad, bad < 0 ? 0LL : (long long)got[bad],
+          bad < 0 ? 0LL : (long long)ref[bad]);
+}
+
+static void test_position_ids(void) {
+    int64_t n2[2] = {5, 3}, n3[3] = {2, 2, 129}, n1[2] = {1, 1}, n5[2] = {1, 5}, want[5] = {2, 3, 1, 4, 5};
+    for (int it = 0; it < 2; it++) {
+        ft_dtype idt = it ? FT_DTYPE_I32 : FT_DTYPE_I64;
+        check_position_ids("transposed ids", hv_transpose(mk(idt, 2, n2, 0, 4), 0, 1), 1, NULL);
+        check_position_ids("3-d ids, pad 0", mk(idt, 3, n3, 0, 3), 0, NULL);
+        check_position_ids("one id", mk(idt, 2, n1, 0, 2), 1, NULL);
+    }
+    double ex[5] = {0, 5, 1, 6, 2}; /* zoo.md's example: pad 1 gives [2, 3, 1, 4, 5] */
+    check_position_ids("zoo.md example", mk_vals(FT_DTYPE_I64, 2, n5, ex, 0, 0), 1, want);
+    expect_error("float ids", ft_position_ids(ctx, mk(FT_DTYPE_F32, 2, n2, 0, 3).t, 1), "position_ids", "ids");
+    end_test();
+}
+
 /* a (op) b with broadcasting, checked against the naive formula */
 static void check_binary(const char *what, int op, hv a, hv b, ft_dtype dt) {
     int ond;
@@ -260,23 +292,28 @@ static void test_sum_last(void) {
 }
 
 /* softmax over the last dim of x * scale + mask (mask broadcast), reference in
- * double from the f32 logits (the masked sums are what PyTorch's f32 sees) */
-static void check_softmax(const char *what, hv x, hv *m, float scale, ft_dtype dt) {
+ * double from the f32 logits (the masked sums are what PyTorch's f32 sees); causal:
+ * HF GPT-2's logit finfo(f32).min at key j > i + Sk - Sq of row i, then + mask */
+static void check_softmax_c(const char *what, hv x, hv *m, float scale, ft_dtype dt, int causal) {
     int64_t n = numel_of(x.nd, x.ne), cols = x.ne[x.nd - 1];
     double *dx = dense(x), *dm = m ? dense(*m) : NULL, *ref = keep(malloc(sizeof(double) * (size_t)n));
     for (int64_t r = 0; r < n / cols; r++) {
         double mx = -INFINITY, s = 0;
         for (int64_t j = 0; j < cols; j++) {
             int64_t i = r * cols + j;
-            float l = (float)dx[i] * scale + (m ? (float)dm[bidx(x.nd, x.ne, i, m->nd, m->ne)] : 0.0f);
+            float l = (causal && j > r % x.ne[x.nd - 2] + cols - x.ne[x.nd - 2] ? -FLT_MAX : (float)dx[i] * scale) +
+                      (m ? (float)dm[bidx(x.nd, x.ne, i, m->nd, m->ne)] : 0.0f);
             ref[i] = l;
             if (l > mx) mx = l;
         }
         for (int64_t j = 0; j < cols; j++) s += exp(ref[r * cols + j] - mx);
         for (int64_t j = 0; j < cols; j++) ref[r * cols + j] = exp(ref[r * cols + j] - mx) / s;
     }
-    expect(what, ft_softmax(ctx, x.t, m ? m->t : NULL, scale), x.nd, x.ne, ref, dt);
+    expect(what, causal ? ft_softmax_causal(ctx, x.t, m ? m->t : NULL, scale) : ft_softmax(ctx, x.t, m ? m->t : NULL, scale),
+           x.nd, x.ne, ref, dt);
 }
+
+#define check_softmax(what, x, m, scale, dt) check_softmax_c(what, x, m, scale, dt, 0)
 
 static void test_softmax(void) {
     for (int k = 0; k < 3; k++) {
@@ -302,6 +339,11 @@ static void test_softmax(void) {
         hv xs = hv_slice(mk_vals(dt, 3, nx, xv, 0, 0), 2, 0, 33);
         check_softmax("sliced x with -inf", xs, NULL, 1.0f, dt);
         check_softmax("transposed x", hv_transpose(xs, 0, 1), NULL, 0.3f, dt);
+        int64_t nq[4] = {2, 3, 129, 129}, nk[3] = {2, 5, 129}, nw[3] = {3, 40, 17}; /* GPT-2's causal softmax */
+        check_softmax_c("causal masked", mk(dt, 4, nq, -4, 4), &m, 0.125f, dt, 1);
+        check_softmax_c("causal keys > queries", x, &m, 0.5f, dt, 1);
+        check_softmax_c("causal queries > keys", mk(dt, 3, nw, -4, 4), NULL, 1.0f, dt, 1);
+        check_softmax_c("causal view", hv_transpose(mk(dt, 3, nk, -4, 4), 0, 1), NULL, 1.0f, dt, 1);
     }
     int64_t ne[2] = {3, 17}, nb[1] = {3};
     hv x = mk(FT_DTYPE_F32, 2, ne, 0, 1);
@@ -739,6 +781,7 @@ int main(void) {
     RUN(test_copy_cast);
     RUN(test_concat_pad);
     RUN(test_embedding_gather);
+    RUN(test_position_ids);
     RUN(test_binary);
     RUN(test_scale_unary);
     RUN(test_sum_last);

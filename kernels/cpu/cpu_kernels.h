@@ -33,6 +33,10 @@ void ft_cpu_team_note(int n);
  * without memory the kernel packs per call as in eager mode. unpack frees it
  * (plan teardown); both ignore other nodes. */
 int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *node);
+/* ft_cpu_prepack, but a node whose weight one of the steps `done` already packed
+ * (the same op, weight memory, shape and dtype: a layer run several times, as
+ * ALBERT's shared groups) shares that packed copy instead of making another. */
+int ft_cpu_prepack_shared(ft_ctx *ctx, ft_tensor *node, ft_tensor *const *done, int n_done);
 void ft_cpu_unpack(ft_tensor *node);
 int ft_cpu_prepack_count(void); /* test hook: weights packed so far in this process */
 
@@ -79,6 +83,7 @@ FT_CPU_KERNEL(attention_rel);   /* attention_rel.c */
 FT_CPU_KERNEL(dwconv2d);     /* kernels/cpu/dwconv.c */
 FT_CPU_KERNEL(channel_norm); /* kernels/cpu/vision.c */
 FT_CPU_KERNEL(se_gate);      /* kernels/cpu/vision.c */
+FT_CPU_KERNEL(position_ids);
 
 #ifdef __cplusplus
 }

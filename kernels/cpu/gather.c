@@ -1,8 +1,10 @@
 /*
  * gather.c - CPU reference kernels for index gathers: embedding (rows of a
  * table picked by integer ids) and gather_last (per-row picks along the last
- * dim). Every index is checked before anything is read, so a bad id is an
- * error naming it, never an out-of-bounds read.
+ * dim), and position_ids (RoBERTa's positions counted over non-pad ids, the
+ * indices its position embedding gathers). Every index is checked before
+ * anything is read, so a bad id is an error naming it, never an out-of-bounds
+ * read.
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
@@ -83,6 +85,27 @@ FT_CPU_KERNEL_DEF(gather_last) {
         for (int64_t j = 0; j < nj; j++) {
             int64_t k = ft_cpu_load_int(idx->data, idx->dtype, i * nj + j);
             memcpy(out + (size_t)j * es, xr + (size_t)(k * xin) * es, es);
+        }
+    }
+    return FT_OK;
+}
+
+/* Hugging Face's create_position_ids_from_input_ids along the last dim:
+ * pos = cumsum(ids != pad) * (ids != pad) + pad, i64 like torch's long. */
+FT_CPU_KERNEL_DEF(position_ids) {
+    const ft_tensor *ids = dst->src[0];
+    int st = ft_cpu_need_contiguous(ctx, dst, "output");
+    if (st) return st;
+    const int nd = ids->ndim;
+    const int64_t rows = ft_cpu_rows(nd, ids->ne), cols = ft_cpu_cols(nd, ids->ne);
+    const int64_t in = ids->nb[nd - 1], pad = FT_PARAMS(dst, ft_params_position_ids)->padding_idx;
+    int64_t *out = (int64_t *)dst->data; /* [rows, cols] */
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = ft_cpu_row_offset(nd, ids->ne, ids->nb, r), count = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            bool real = ft_cpu_load_int(ids->data, ids->dtype, off + j * in) != pad;
+            count += real;
+            out[r * cols + j] = (real ? count : 0) + pad;
         }
     }
     return FT_OK;

@@ -479,7 +479,7 @@ static ft_cpu_packed_b *packed_new(int64_t k, int64_t n, int64_t npad) {
         free(d);
         return NULL;
     }
-    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0, 1};
+    *p = (ft_cpu_packed_b){PACKED_MAGIC, k, n, npad, d, NULL, 0, 1, 1};
     return p;
 }
 
@@ -518,7 +518,7 @@ ft_cpu_packed_b ft_cpu_packed_b_group(const ft_cpu_packed_b *p, int64_t g) {
 }
 
 void ft_cpu_packed_b_free(ft_cpu_packed_b *p) {
-    if (!p || p->magic != PACKED_MAGIC) return;
+    if (!p || p->magic != PACKED_MAGIC || --p->refs > 0) return;
     p->magic = 0;
     free(p->data);
     free(p);

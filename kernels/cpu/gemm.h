@@ -62,6 +62,7 @@ typedef struct ft_cpu_packed_b {
     int64_t groups;  /* op(A) of a grouped convolution: `groups` panel sets of n rows
                       * each, set g at data + g * npad * k; op(B) of a grouped linear:
                       * `groups` sets of n columns each, likewise (1 otherwise) */
+    int refs;        /* plan steps sharing it (one weight run by several layers, ALBERT) */
 } ft_cpu_packed_b;
 ft_cpu_packed_b *ft_cpu_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb);
 /* `groups` op(B) panel sets of k x n each (a grouped linear's weight), set g packed

@@ -107,6 +107,27 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
     return FT_OK;
 }
 
+int ft_cpu_prepack_shared(ft_ctx *ctx, ft_tensor *n, ft_tensor *const *done, int n_done) {
+    const ft_tensor *w = n->src[1];
+    bool packable = n->device == FT_DEVICE_CPU && !n->extra && w && w->data &&
+                    (n->op == FT_OP_LINEAR || n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D);
+    for (int i = 0; packable && i < n_done; i++) {
+        const ft_tensor *o = done[i], *ow = o->src[1];
+        if (o == n || o->op != n->op || !o->extra || !ow || ow->data != w->data || ow->dtype != w->dtype ||
+            ow->ndim != w->ndim || memcmp(ow->ne, w->ne, sizeof w->ne[0] * (size_t)w->ndim))
+            continue;
+        if (n->op != FT_OP_LINEAR &&
+            FT_PARAMS(o, ft_params_conv)->groups != FT_PARAMS(n, ft_params_conv)->groups)
+            continue;
+        ft_cpu_packed_b *p = (ft_cpu_packed_b *)o->extra;
+        if (p->src != w->data) continue;
+        p->refs++;
+        n->extra = p;
+        return FT_OK;
+    }
+    return ft_cpu_prepack(ctx, n);
+}
+
 void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
     if (n->op != FT_OP_LINEAR && n->op != FT_OP_LINEAR_GROUPED && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D)
@@ -247,6 +268,7 @@ typedef struct attn_args {
     int64_t os[3];           /* its strides over B, H, Sq (the last is 1) */
     int64_t h, sq, sk, d, dv;
     float scale;
+    int causal;              /* HF GPT-2's causal replacement (ft_params_softmax) */
 } attn_args;
 
 /* max-subtracted softmax of one score row, mask added first; every key masked
@@ -274,18 +296,38 @@ static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int
     const float *k = A->k + b * A->ks[0] + hh * A->ks[1];
     const float *v = A->v + b * A->vs[0] + hh * A->vs[1];
     float *o = A->out + b * A->os[0] + hh * A->os[1] + i0 * A->os[2];
+    /* causal: keys past the block's last allowed one only ever hold the replaced
+     * value, so their products are not computed */
+    const int64_t off = A->sk - A->sq;
+    int64_t kend = A->sk;
+    if (A->causal) {
+        kend = i0 + ni + off;
+        kend = kend < 0 ? 0 : kend > A->sk ? A->sk : kend;
+    }
     /* s [ni, Sk] = scale * q [ni, D] k^T, k rows [Sk, D] */
-    if (ft_cpu_sgemm(false, true, ni, A->sk, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f, s,
-                     A->sk))
+    if (kend > 0 && ft_cpu_sgemm(false, true, ni, kend, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f,
+                                 s, A->sk))
         return -1;
+    int64_t kz = A->causal ? 0 : A->sk; /* keys up to the last nonzero probability */
     for (int64_t i = 0; i < ni; i++) {
         const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (i0 + i) * A->ms[2]
                                  : NULL;
-        softmax_row(s + i * A->sk, A->sk, m, A->ms[3]);
+        float *row = s + i * A->sk;
+        if (A->causal) ft_cpu_causal_row(row, A->sk, i0 + i, off);
+        softmax_row(row, A->sk, m, A->ms[3]);
+        if (A->causal) { /* p v over keys whose probability is 0 in every row adds nothing */
+            int64_t j = A->sk;
+            while (j > kz && row[j - 1] == 0.0f) j--;
+            kz = j;
+        }
     }
     /* o [ni, Dv] = s [ni, Sk] v [Sk, Dv] */
-    return ft_cpu_sgemm(false, false, ni, A->dv, A->sk, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o,
-                        A->os[2]);
+    if (kz == 0) { /* (no key at all) */
+        for (int64_t i = 0; i < ni; i++)
+            for (int64_t e = 0; e < A->dv; e++) o[i * A->os[2] + e] = 0.0f;
+        return 0;
+    }
+    return ft_cpu_sgemm(false, false, ni, A->dv, kz, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o, A->os[2]);
 }
 
 FT_CPU_KERNEL_DEF(attention) {
@@ -299,6 +341,7 @@ FT_CPU_KERNEL_DEF(attention) {
     A.d = q->ne[3];
     A.dv = v->ne[3];
     A.scale = FT_PARAMS(dst, ft_params_attention)->scale;
+    A.causal = FT_PARAMS(dst, ft_params_attention)->causal;
 
     /* f32 q/k/v with a unit inner stride are read in place through their strides */
     ft_cpu_f32 fq = {0}, fk = {0}, fv = {0};
@@ -352,6 +395,7 @@ FT_CPU_KERNEL_DEF(attention) {
     }
 
     int64_t rb = score_rows(A.sq, A.sk);
+    if (A.causal && rb > 64) rb = 64; /* blocks of rows: the later keys of early rows are skipped */
     int64_t nblk = A.sq > 0 ? (A.sq + rb - 1) / rb : 0;
     int64_t tasks = nb_ * A.h * nblk;
     int nt = ft_cpu_gemm_threads();

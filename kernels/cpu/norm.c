@@ -49,6 +49,7 @@ static void rowbuf_free(float *stack, float *b) {
 FT_CPU_KERNEL_DEF(softmax) {
     const ft_tensor *x = dst->src[0], *m = dst->src[1];
     const float scale = FT_PARAMS(dst, ft_params_softmax)->scale;
+    const int causal = FT_PARAMS(dst, ft_params_softmax)->causal;
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
     const int nd = x->ndim;
@@ -72,6 +73,7 @@ FT_CPU_KERNEL_DEF(softmax) {
             /* logits in f32, as x * scale + mask is computed there before softmax */
             ft_cpu_row_load(x->data, x->dtype, ft_cpu_row_offset(nd, x->ne, x->nb, r), xin, cols, s);
             if (scale != 1.0f) ft_cpu_row_scale(s, cols, scale, 0.0f);
+            if (causal) ft_cpu_causal_row(s, cols, r % x->ne[nd - 2], cols - x->ne[nd - 2]);
             if (m) {
                 ft_cpu_row_load(m->data, FT_DTYPE_F32, ft_cpu_row_offset(nd, x->ne, mnb, r), min, cols, mb);
                 ft_cpu_row_binary(FT_OP_ADD, s, mb, cols, 0);

@@ -12,6 +12,7 @@
 
 #include "../../engine/ft_internal.h"
 
+#include <float.h>
 #include <stdint.h>
 
 /* Elements per row chunk of the elementwise kernels: the f32 staging of a chunk
@@ -38,6 +39,14 @@ void ft_cpu_row_softmax(float *s, int64_t n);
 /* h = (h - mean) / sqrt(var + eps) * g + b in place (g, b may be NULL), the
  * statistics in double over the row (two passes over the cache-resident row). */
 void ft_cpu_row_norm(float *h, int64_t d, double eps, const float *g, const float *b);
+
+/* The causal replacement of Hugging Face's GPT-2 on the score row of query i
+ * (scores [..., Sq, Sk], off = Sk - Sq): keys j > i + off get finfo(float32).min,
+ * before any mask is added. */
+static inline void ft_cpu_causal_row(float *s, int64_t n, int64_t i, int64_t off) {
+    int64_t j0 = i + off + 1;
+    for (int64_t j = j0 < 0 ? 0 : j0; j < n; j++) s[j] = -FLT_MAX;
+}
 
 /* The ft_act of a unary op (FT_OP_GELU ... FT_OP_SIGMOID, RELU6, SILU), FT_ACT_NONE otherwise. */
 static inline int ft_cpu_op_act(int op) {

@@ -11,6 +11,13 @@
  * unit stride in the last dim (the op API copies otherwise); all other strides
  * are free. The mask is f32, broadcast with any strides (0 too).
  *
+ * Both the softmax and the attention take Hugging Face GPT-2's causal mask as a
+ * flag (no [Sq, Sk] mask in memory): the scaled score of a key past its query
+ * is replaced by finfo(float32).min before the mask is added, so a padded row
+ * whose every key is masked attends exactly as HF's does. The attention stops
+ * at the first key tile past the block's rows once those keys provably get
+ * probability 0 (every row of a causal block without padding does).
+ *
  * Two kernels: v2 (attention_kernel, the default: 64-key tiles, float4 shared
  * reads, 16-byte pipelined tile loads where aligned; see above it) and v1
  * (attention_v1_kernel, the first one), which FT_ATTN_KERNEL=v1 selects so the
@@ -52,7 +59,16 @@ struct sm_shape {
     int nd;
     int64_t ne[FT_MAX_DIMS];
     int64_t mst[FT_MAX_DIMS];
+    int causal; /* HF GPT-2's causal replacement: key j > i + off of query row i gets FT_CU_F32_MIN */
 };
+
+#define FT_CU_F32_MIN (-3.4028234663852886e38f) /* finfo(float32).min */
+
+/* Whether key j of score row `row` is past its query's causal limit ([..., Sq, Sk] rows). */
+__device__ __forceinline__ bool sm_causal_masked(const sm_shape &s, int64_t row, int64_t j) {
+    const int64_t sq = s.ne[s.nd - 2], sk = s.ne[s.nd - 1];
+    return s.causal && j > row % sq + (sk - sq);
+}
 
 __device__ __forceinline__ int64_t sm_mask_row(const sm_shape &s, int64_t row) {
     int64_t off = 0;
@@ -82,7 +98,7 @@ __global__ void softmax_warp_kernel(T *y, const T *x, int64_t rs, const float *m
         int j = lane + 32 * i;
         v[i] = -INFINITY;
         if (j < n) {
-            v[i] = ft_ld(xr + j) * scale;
+            v[i] = sm_causal_masked(s, row, j) ? FT_CU_F32_MIN : ft_ld(xr + j) * scale;
             if (mr) v[i] += mr[j * mk];
             mx = fmaxf(mx, v[i]);
         }
@@ -118,17 +134,19 @@ __global__ void softmax_loop_kernel(T *y, const T *x, int64_t rs, const float *m
     const T *xr = x + row * rs;
     const float *mr = mask ? mask + sm_mask_row(s, row) : nullptr;
     int64_t mk = s.mst[s.nd - 1];
+    /* the logit of key j, as the warp kernel computes it */
+    auto logit = [&](int64_t j) {
+        float v = sm_causal_masked(s, row, j) ? FT_CU_F32_MIN : ft_ld(xr + j) * scale;
+        return mr ? v + mr[j * mk] : v;
+    };
     float mx = -INFINITY;
-    for (int64_t j = lane; j < n; j += 32)
-        mx = fmaxf(mx, ft_ld(xr + j) * scale + (mr ? mr[j * mk] : 0.0f));
+    for (int64_t j = lane; j < n; j += 32) mx = fmaxf(mx, logit(j));
     mx = at_warp_max(mx);
     float sum = 0.0f;
-    for (int64_t j = lane; j < n; j += 32)
-        sum += expf(ft_ld(xr + j) * scale + (mr ? mr[j * mk] : 0.0f) - mx);
+    for (int64_t j = lane; j < n; j += 32) sum += expf(logit(j) - mx);
     float inv = 1.0f / at_warp_sum(sum);
     T *yr = y + row * n;
-    for (int64_t j = lane; j < n; j += 32)
-        ft_st(yr + j, expf(ft_ld(xr + j) * scale + (mr ? mr[j * mk] : 0.0f) - mx) * inv);
+    for (int64_t j = lane; j < n; j += 32) ft_st(yr + j, expf(logit(j) - mx) * inv);
 }
 
 namespace {
@@ -172,6 +190,9 @@ FT_CUDA_KERNEL(softmax) {
     r.dst = dst;
     r.x = x;
     r.scale = FT_PARAMS(dst, ft_params_softmax)->scale;
+    r.s.causal = FT_PARAMS(dst, ft_params_softmax)->causal;
+    if (r.s.causal && x->ndim < 2)
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "softmax: a causal softmax needs 2-d scores");
     r.n = x->ne[x->ndim - 1];
     if (!ft_tensor_rows_layout(x, &r.rows, &r.rs))
         return ft_set_error(ctx, FT_ERR_INTERNAL, "softmax: x is not in rows layout");
@@ -206,7 +227,14 @@ struct at_params {
     int64_t mb, mh, mq, mk; /* mask strides, 0 = broadcast */
     int64_t ob, oh, os;     /* output strides (unit last): [B, H, S, Dv] or the graph's [B, S, H, Dv] */
     float scale;
+    int causal;             /* key j > i + (Sk - Sq) of query i scores FT_CU_F32_MIN (+ mask) */
 };
+
+/* The logit of key kj for query qi: the scaled score, or under a causal mask past
+ * the query the replacement value; then the mask value (0 without a mask). */
+__device__ __forceinline__ float at_logit(const at_params &p, float s, int64_t qi, int64_t kj, float mv) {
+    return (p.causal && kj > qi + (p.Sk - p.Sq) ? FT_CU_F32_MIN : s * p.scale) + mv;
+}
 
 /* ---- v1: the first kernel, kept for A/B timing (FT_ATTN_KERNEL=v1) ---- */
 
@@ -279,10 +307,7 @@ attention_v1_kernel(T *out, const T *q, const T *k, const T *v, const float *mas
         for (int r = 0; r < AT_ROWS; r++) {
             int64_t qi = q0 + r;
             float sc = -INFINITY;
-            if (kj < p.Sk) {
-                sc = s[r] * p.scale;
-                if (mbh && qi < p.Sq) sc += mbh[qi * p.mq + kj * p.mk];
-            }
+            if (kj < p.Sk) sc = at_logit(p, s[r], qi, kj, (mbh && qi < p.Sq) ? mbh[qi * p.mq + kj * p.mk] : 0.0f);
             float mnew = fmaxf(m[r], at_warp_max(sc));
             /* a row masked to -inf so far keeps contributing nothing, not NaN */
             float msafe = mnew == -INFINITY ? 0.0f : mnew;
@@ -429,6 +454,32 @@ __device__ __forceinline__ void at_load_mask(float (&mv)[AT_ROWS][KPL], const fl
         }
 }
 
+/* Whether keys kt0 .. Sk - 1, all past the causal limit of the block's rows, get
+ * probability 0 in every row of the block: their logit FT_CU_F32_MIN + mask lies
+ * more than 110 below the row's running maximum m (expf gives 0 below -104).
+ * Block-wide (barriers inside): every thread of the block must call it. */
+__device__ __forceinline__ bool at_causal_rest_zero(const at_params &p, const float *mbh, int64_t q0,
+                                                 int64_t kt0, const float (&m)[AT_ROWS], int lane) {
+    __shared__ int contributes;
+    if (threadIdx.x == 0) contributes = 0;
+    __syncthreads();
+    bool any = false;
+#pragma unroll
+    for (int r = 0; r < AT_ROWS; r++) {
+        const int64_t qi = q0 + r;
+        if (qi >= p.Sq) continue;
+        for (int64_t kj = kt0 + lane; kj < p.Sk && !any; kj += 32) {
+            const float c = FT_CU_F32_MIN + (mbh ? mbh[qi * p.mq + kj * p.mk] : 0.0f);
+            any = !(c - m[r] < -110.0f); /* NaN (m = -inf rows) counts */
+        }
+    }
+    if (any) contributes = 1; /* benign race: every writer stores 1 */
+    __syncthreads();
+    const bool zero = contributes == 0;
+    __syncthreads(); /* everyone has read it before anyone could write it again */
+    return zero;
+}
+
 __device__ __forceinline__ float at_f4(const float4 &v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -480,7 +531,15 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
         for (int i = 0; i < 4; i++) acc[r][i] = 0.0f;
     }
 
+    bool rest_checked = false;
     for (int64_t kt0 = 0; kt0 < p.Sk; kt0 += KT) {
+        /* causal: from the first tile past every row's limit on, the keys hold the
+         * replaced value; once their probabilities are 0 at the running maxima they
+         * stay 0 (the maxima only grow) and the remaining tiles change nothing */
+        if (p.causal && !rest_checked && kt0 > qblk + AT_WARPS * R - 1 + (p.Sk - p.Sq)) {
+            rest_checked = true; /* block-uniform */
+            if (at_causal_rest_zero(p, mbh, q0, kt0, m, lane)) break;
+        }
         __syncthreads(); /* the previous tile has been consumed */
         kn.store(Ks, KLD);
         vn.store(Vs, DM);
@@ -531,7 +590,8 @@ attention_kernel(T *out, const T *q, const T *k, const T *v, const float *mask, 
             float sc[KPL], tmax = -INFINITY;
 #pragma unroll
             for (int kk = 0; kk < KPL; kk++) {
-                sc[kk] = kt0 + lane + 32 * kk < p.Sk ? s[r][kk] * p.scale + mv[r][kk] : -INFINITY;
+                const int64_t kj = kt0 + lane + 32 * kk;
+                sc[kk] = kj < p.Sk ? at_logit(p, s[r][kk], q0 + r, kj, mv[r][kk]) : -INFINITY;
                 tmax = fmaxf(tmax, sc[kk]);
             }
             const float mnew = fmaxf(m[r], at_warp_max(tmax));
@@ -692,6 +752,7 @@ FT_CUDA_KERNEL(attention) {
     p.D = q->ne[3];
     p.Dv = v->ne[3];
     p.scale = FT_PARAMS(dst, ft_params_attention)->scale;
+    p.causal = FT_PARAMS(dst, ft_params_attention)->causal;
     if (p.B == 0 || p.H == 0 || p.Sq == 0 || p.Dv == 0) return FT_OK;
     if (p.D > 128 || p.Dv > 128)
         return ft_set_error(ctx, FT_ERR_UNSUPPORTED,

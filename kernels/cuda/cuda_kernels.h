@@ -43,6 +43,7 @@ FT_CUDA_KERNEL(attention_rel);  /* attention_rel.cu */
 FT_CUDA_KERNEL(dwconv2d);     /* kernels/cuda/dwconv.cu */
 FT_CUDA_KERNEL(channel_norm); /* kernels/cuda/vision.cu */
 FT_CUDA_KERNEL(se_gate);      /* kernels/cuda/vision.cu */
+FT_CUDA_KERNEL(position_ids);
 
 #ifdef __cplusplus
 }

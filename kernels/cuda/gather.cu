@@ -1,6 +1,7 @@
 /*
  * gather.cu - CUDA gathers: embedding (rows of a table picked by integer ids)
- * and gather_last (per-row picks along the last dim).
+ * and gather_last (per-row picks along the last dim); position_ids (the
+ * positions RoBERTa gathers: a prefix count of non-pad ids per row).
  *
  * Index policy: ids live on the device, so the host cannot validate them
  * before the launch. An out-of-range index is clamped in the kernel (never an
@@ -183,4 +184,58 @@ FT_CUDA_KERNEL(gather_last) {
     else
         st = ft_gather_last_by_size<int32_t>(ctx, dst, chk.flag);
     return ft_index_check_end(ctx, &chk, st, "gather_last", nt);
+}
+
+/* ------------------------------------------------------------------------- */
+/* position_ids                                                               */
+/* ------------------------------------------------------------------------- */
+
+#define FT_POS_WARPS 4
+
+/* pos [rows, n] = cumsum(ids != pad) * (ids != pad) + pad per row: one warp per
+ * row walks it in chunks of 32, an inclusive warp scan per chunk. */
+template <typename Id>
+__global__ void ft_k_position_ids(int64_t *__restrict__ out, const Id *__restrict__ ids, int64_t rows,
+                                  int64_t n, int64_t pad) {
+    FT_KERNEL_PROLOGUE();
+    const int lane = threadIdx.x & 31;
+    const int64_t row = (int64_t)blockIdx.x * FT_POS_WARPS + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    const Id *x = ids + row * n;
+    int64_t *o = out + row * n, base = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += 32) {
+        const int64_t j = j0 + lane;
+        const int real = j < n && (int64_t)x[j] != pad;
+        int c = real;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, c, d);
+            if (lane >= d) c += up;
+        }
+        if (j < n) o[j] = (real ? base + c : 0) + pad;
+        base += __shfl_sync(0xffffffffu, c, 31);
+    }
+}
+
+template <typename Id> static int ft_position_ids_launch(ft_ctx *ctx, ft_tensor *dst) {
+    const ft_tensor *ids = dst->src[0];
+    const int64_t n = ids->ne[ids->ndim - 1], rows = ft_numel(ids) / n;
+    const unsigned blocks = (unsigned)((rows + FT_POS_WARPS - 1) / FT_POS_WARPS);
+    FT_LAUNCH(ctx, blocks, 32 * FT_POS_WARPS, 0, ft_cuda_stream(ctx), ft_k_position_ids<Id>)(
+        (int64_t *)dst->data, (const Id *)ids->data, rows, n,
+        FT_PARAMS(dst, ft_params_position_ids)->padding_idx);
+    FT_CUDA_LAUNCH_CHECK(ctx, "position_ids");
+    return FT_OK;
+}
+
+FT_CUDA_KERNEL(position_ids) {
+    const ft_tensor *ids = dst->src[0];
+    if (ft_numel(dst) == 0) return FT_OK;
+    if (!ft_tensor_contiguous(ids) || !ft_tensor_contiguous(dst))
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "position_ids expects contiguous tensors");
+    const int64_t rows = ft_numel(ids) / ids->ne[ids->ndim - 1];
+    if ((rows + FT_POS_WARPS - 1) / FT_POS_WARPS > INT32_MAX)
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "position_ids: too many rows");
+    if (ids->dtype == FT_DTYPE_I64) return ft_position_ids_launch<int64_t>(ctx, dst);
+    return ft_position_ids_launch<int32_t>(ctx, dst);
 }

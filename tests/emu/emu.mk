@@ -31,7 +31,8 @@ EMU_TESTS := test_cuda_ops test_bert test_hardening test_funnel_mobilebert test_
              test_profiler test_plan_info test_cuda_pdl test_cuda_gemm_tune test_cupti_attach \
              test_golden_all \
              test_zoo_vision_a test_zoo_vision_a_io \
-             test_zoo_text_b
+             test_zoo_text_b \
+             test_zoo_text_a
 # the op test again (tests/run_tests.sh sets the switches from the name):
 # _random with the threads of every round in a random order (FT_EMU_ORDER=random),
 # where an unsynchronised shared read shows; _noepi and _nolt with the fake

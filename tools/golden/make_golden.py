@@ -4,7 +4,8 @@ configurations the five shipped golden cases do not cover: other Funnel block
 layouts and pooling, MobileBERT with more FFNs / LayerNorm / no bottleneck,
 ResNet basic blocks on non-square images, WavLM with an audio attention mask,
 long audio and the large (stable layer norm) layout, BERT and DistilBERT at odd
-sizes. Each case has the layout of tests/golden/<arch>/ (config.json,
+sizes, RoBERTa with padding, ALBERT with 2 groups x 2 inner layers, left-padded
+GPT-2. Each case has the layout of tests/golden/<arch>/ (config.json,
 model.safetensors, inputs.safetensors, expected.safetensors) and is checked by
 tests/test_golden_variants.c.
 
@@ -201,6 +202,37 @@ CASES.update({
         dict(ZOO_DB, num_hidden_layers=1, relative_attention=True, pos_att_type="c2p", talking_head=True,
              position_biased_input=False),
         lambda g, c: text_inputs(g, 2, 7, c.vocab_size, types=0)),
+})
+
+
+def padded_text(gen, batch, seq, vocab, pad, left=False):
+    """text_inputs' right-padded rows (or left-padded, as batched generation pads), with the
+    padded positions holding the pad id (RoBERTa's positions skip them)."""
+    inp = text_inputs(gen, batch, seq, vocab, types=0)
+    m = inp["attention_mask"].flip(1) if left else inp["attention_mask"]
+    inp["attention_mask"] = m
+    inp["input_ids"][m == 0] = pad
+    return inp
+
+
+# RoBERTa, ALBERT, GPT-2 (../shared/specs/zoo.md 1, 2, 5): also covered without transformers
+# by tools/golden/zoo_text_a_variants.py; these are HF's own classes
+CASES.update({
+    "roberta-pads-b3-s13": (
+        "RobertaModel", "RobertaConfig",
+        dict(vocab_size=300, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+             max_position_embeddings=20, type_vocab_size=1, layer_norm_eps=1e-5, initializer_range=0.1),
+        lambda g, c: padded_text(g, 3, 13, c.vocab_size, c.pad_token_id)),
+    "albert-2groups-2inner": (
+        "AlbertModel", "AlbertConfig",
+        dict(vocab_size=300, embedding_size=24, hidden_size=48, num_hidden_layers=4, num_hidden_groups=2,
+             inner_group_num=2, num_attention_heads=4, intermediate_size=96, max_position_embeddings=64,
+             initializer_range=0.1),
+        lambda g, c: text_inputs(g, 3, 13, c.vocab_size)),
+    "gpt2-leftpad-b3-s13": (
+        "GPT2Model", "GPT2Config",
+        dict(vocab_size=300, n_positions=32, n_embd=48, n_layer=2, n_head=4, initializer_range=0.1),
+        lambda g, c: padded_text(g, 3, 13, c.vocab_size, c.eos_token_id % c.vocab_size, left=True)),
 })
 
 
