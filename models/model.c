@@ -148,6 +148,7 @@ int64_t ft_host_numel(const ft_host_tensor *t) {
 /* memcpy: host data (an unpadded safetensors file, a caller's buffer) need not
  * be 8-byte aligned, and a misaligned int64_t load is undefined behaviour. */
 int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i) {
+    if (!t->data) return 0; /* shapes only (info, MACs): a validator that forgot to skip reads zeros */
     if (t->dtype == FT_DTYPE_I64) {
         int64_t v;
         memcpy(&v, (const char *)t->data + i * 8, sizeof v);
@@ -160,6 +161,7 @@ int64_t ft_host_int_at(const ft_host_tensor *t, int64_t i) {
 
 /* Element i of any host tensor as a double (memcpy: the data need not be aligned). */
 double ft_host_value_at(const ft_host_tensor *t, int64_t i) {
+    if (!t->data) return 0; /* shapes only, as ft_host_int_at */
     const char *p = (const char *)t->data + i * (int64_t)ft_dtype_size(t->dtype);
     uint16_t h;
     float f;

@@ -637,6 +637,34 @@ static void test_info_sizes(void) {
     slurp(out, buf, sizeof buf);
     CHECK(atoi(buf) == 0 && strstr(buf, "macs: ") && strstr(buf, "batch 200000"),
           "info resnet-50 --batch 200000 under a 16 GiB address space: %s", buf);
+    /* every preset, every architecture's validator: shapes only, no data to read */
+    pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {(rlim_t)16 << 30, (rlim_t)16 << 30};
+        setrlimit(RLIMIT_AS, &rl);
+        FILE *f = fopen(out, "w");
+        result list = run(ARGS("info", "--presets"), NULL);
+        int n = 0;
+        for (char *line = strtok(list.out, "\n"); f && line; line = strtok(NULL, "\n")) {
+            char name[128];
+            if (sscanf(line, "%127s", name) != 1 || !strcmp(name, "preset")) continue;
+            result r = run(ARGS("info", name, "--batch", "200000"), NULL);
+            n++;
+            if (r.code != 0 || r.sig || !strstr(r.out, "macs: "))
+                fprintf(f, "%s: exit %d signal %d: %.200s\n", name, r.code, r.sig, r.err);
+        }
+        if (f) {
+            fprintf(f, "presets %d\n", n);
+            fclose(f);
+        }
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    slurp(out, buf, sizeof buf);
+    int presets = 0;
+    const char *tail = strstr(buf, "presets ");
+    if (tail) presets = atoi(tail + 8);
+    CHECK(tail == buf && presets >= 20, "info PRESET --batch 200000 for every preset (%d): %s", presets, buf);
 }
 
 static void test_config_keys(void) {
