@@ -4,7 +4,7 @@ Framework Tax", EMNLP 2023) regenerated from ftengine's own measurements.
 
     python3 bench/report.py --tool build/ftengine --device cpu|cuda [--dtype fp32|fp16]
                             [--quick] [--dir build/report] [--only GROUP[,GROUP]] [--no-sweeps]
-                            [--model DIR|PRESET [--seq N]]
+                            [--model DIR|PRESET [--seq N]] [--no-peers]
 
 Runs the sweeps the findings need with `ftengine sweep ... --csv DIR/<name>.csv
 --resume` in interleaved rounds (every point of a sweep once per round, in a
@@ -15,9 +15,16 @@ interrupted or staged report continues where it stopped), draws the figures
 was verified, the setup, one section per finding F1-F8 with its numbers, their
 intervals and a verdict computed by bench/verdicts.py, where each mode gap comes
 from (kernel vs dispatch/host time), and the paper's Table 3 beside ftengine's
-modes. Groups (--only) let a GPU session run the study in stages: main, emulation,
-width, depth, models. --model runs the per-model parts (main and emulation) on a
-checkpoint directory or preset. docs/report.md describes the study.
+modes. On the CPU the frameworks ftengine's modes stand in for (PyTorch eager,
+TorchScript, ONNX Runtime: bench/peers.py, planned and read by bench/report_peers.py)
+run after the sweeps on the main sweep's model, length, batches and rounds
+(--no-peers, PEERS=0, skips them; a model without a torch definition skips them with
+one line): they add Table 3 rows, curves to the latency figure and the
+mode-vs-framework section. The per-model study (F5, F6) runs in text, vision and
+speech panels, one sweep each (MODELS). Groups (--only) let a GPU session run the
+study in stages: main, emulation, width, depth, models. --model runs the per-model
+parts (main and emulation, and the peers) on a checkpoint directory or preset.
+docs/report.md describes the study.
 """
 import argparse
 import glob

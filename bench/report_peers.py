@@ -32,8 +32,11 @@ import verdicts as V  # noqa: E402
 LABELS = {"pytorch-eager": "PyTorch eager", "torchscript": "TorchScript (trace + freeze)",
           "ort-cpu": "ONNX Runtime (CPU provider)", "ftengine-eager": "ftengine eager",
           "ftengine-graph": "ftengine graph", "ftengine-static": "ftengine static"}
-# the framework each of ftengine's modes stands in for, in the overhead comparison
-PAIRS = (("ftengine-eager", "pytorch-eager"), ("ftengine-graph", "torchscript"), ("ftengine-graph", "ort-cpu"))
+# the framework each of ftengine's modes stands in for, in the overhead comparison, and the
+# measure its verdict uses: an eager dispatcher's cost per op; a graph runtime's whole
+# overhead per forward (its cost per op depends on how many ops it fuses away)
+PAIRS = (("ftengine-eager", "pytorch-eager", "op"), ("ftengine-graph", "torchscript", "forward"),
+         ("ftengine-graph", "ort-cpu", "forward"))
 JOBS = ("peers-main", "peers-paper")
 
 
@@ -44,20 +47,28 @@ def stat_of(stat):
 
 def round_values(row, stat="median"):
     """{round: ms} of a measured row (each round's statistic over its timed forwards);
-    {} for a failed or absent one. peers.py keeps a row's rounds in order, all of them."""
+    {} for a failed or absent one, or one without its rounds. peers.py keeps a row's
+    rounds in order, all of them."""
     if not row or row.get("status") != "ok":
         return {}
     st_ = stat_of(stat)
-    rs = row.get("round_stats")
-    if not rs:  # a row without its rounds: its median alone (no interval)
-        v = row.get(st_ + "_ms")
-        return {0: v} if v is not None else {}
-    return {i: r[st_] for i, r in enumerate(rs) if r.get(st_) is not None}
+    return {i: r[st_] for i, r in enumerate(row.get("round_stats") or []) if r.get(st_) is not None}
+
+
+def _summary_est(row, stat):
+    """A row that kept only its summary (no round_stats): its median over rounds and, as the
+    interval, its lowest and highest round."""
+    st_ = stat_of(stat)
+    if not row or row.get("status") != "ok" or row.get(st_ + "_ms") is None:
+        return None
+    return sd.Est(row[st_ + "_ms"], row.get(st_ + "_lo_ms"), row.get(st_ + "_hi_ms"),
+                  row.get("interval_coverage", 0.0), row.get("rounds", 1))
 
 
 def est(row, stat="median"):
     """Est (median over rounds, interval) of a row, or None."""
-    return sd.estimate(list(round_values(row, stat).values()))
+    rv = round_values(row, stat)
+    return sd.estimate(list(rv.values())) if rv else _summary_est(row, stat)
 
 
 def fmt_est(e):
@@ -90,8 +101,18 @@ def best_ftengine(rs, stat="median", modes=("graph", "static")):
 
 
 def ratio(a, b, stat="median"):
-    """Est of a/b taken round by round (both rows timed in the same rounds), or None."""
-    return sd.ratio(round_values(a, stat), round_values(b, stat))
+    """Est of a/b taken round by round (both rows timed in the same rounds), or None. Rows
+    that kept only their summary: the ratio of the medians, its interval from the extreme
+    rounds (a_lo / b_hi .. a_hi / b_lo)."""
+    ra, rb = round_values(a, stat), round_values(b, stat)
+    if ra and rb:
+        return sd.ratio(ra, rb)
+    ea, eb = _summary_est(a, stat), _summary_est(b, stat)
+    if ea is None or eb is None or not eb.med:
+        return None
+    if ea.has_ci and eb.has_ci and eb.lo and eb.hi:
+        return sd.Est(ea.med / eb.med, ea.lo / eb.hi, ea.hi / eb.lo, 0.0, min(ea.n, eb.n))
+    return sd.Est(ea.med / eb.med, None, None, 0.0, min(ea.n, eb.n))
 
 
 def fmt_ratio(r):
@@ -145,14 +166,14 @@ def overhead_md(res, stat="median"):
             per = sd.estimate(list(per_op_rounds(r, stat).values()))
             out += "| %s | %d | b%d x %s | %s | %s | %s | %s |\n" % (m, t, b, r["size"], p, fmt_ms(r, stat),
                                                                    ops if ops else "-", per.fmt(2) if per else "-")
-    out += "\n| model | threads | ftengine mode | us per op | framework | us per op | ftengine / framework |\n" \
-           "|---|---|---|---|---|---|---|\n"
+    out += ("\n| model | threads | ftengine mode | framework | ms per forward, ftengine / framework | us per op, "
+            "ftengine / framework |\n|---|---|---|---|---|---|\n")
     for (m, t, b), rs in sorted(idx.items()):
-        for ours, theirs in PAIRS:
+        for ours, theirs, _ in PAIRS:
+            fa, fz = round_values(rs.get(ours), stat), round_values(rs.get(theirs), stat)
             a, z = per_op_rounds(rs.get(ours), stat), per_op_rounds(rs.get(theirs), stat)
-            ea, ez = sd.estimate(list(a.values())), sd.estimate(list(z.values()))
-            out += "| %s | %d | %s | %s | %s | %s | %s |\n" % (
-                m, t, LABELS[ours], ea.fmt(2) if ea else "-", LABELS[theirs], ez.fmt(2) if ez else "-",
+            out += "| %s | %d | %s | %s | %s | %s |\n" % (
+                m, t, LABELS[ours], LABELS[theirs], fmt_ratio(sd.ratio(fa, fz)) if fa and fz else "-",
                 fmt_ratio(sd.ratio(a, z)) if a and z else "-")
     return out
 
@@ -345,16 +366,23 @@ def verdicts(pk, stat="median"):
     out = []
     ov = index(res, "overhead")
     ovr = next(iter(ov.values()), {})
-    for ours, theirs in PAIRS:
-        a, z = per_op_rounds(ovr.get(ours), stat), per_op_rounds(ovr.get(theirs), stat)
-        claim = "%s's host cost per op is at or below %s's" % (LABELS[ours], LABELS[theirs])
+    for ours, theirs, measure in PAIRS:
+        if measure == "op":
+            a, z = per_op_rounds(ovr.get(ours), stat), per_op_rounds(ovr.get(theirs), stat)
+            claim = "%s's host cost per op is at or below %s's" % (LABELS[ours], LABELS[theirs])
+            unit = "us per op"
+        else:
+            a, z = round_values(ovr.get(ours), stat), round_values(ovr.get(theirs), stat)
+            claim = "%s's overhead per forward is at or below %s's" % (LABELS[ours], LABELS[theirs])
+            unit = "ms per forward"
         if not a or not z:
             out.append((claim, V.INCON, "%s or %s not measured at the overhead shape" % (LABELS[ours],
                                                                                         LABELS[theirs])))
             continue
-        v, why = V.at_or_below(a, z, "%s / %s us per op at the near-zero-compute shape" % (ours, theirs))
+        v, why = V.at_or_below(a, z, "%s / %s %s at the near-zero-compute shape" % (ours, theirs, unit))
         ea, ez = sd.estimate(list(a.values())), sd.estimate(list(z.values()))
-        out.append((claim, v, "%s; %s vs %s us per op" % (why, ea.fmt(2), ez.fmt(2))))
+        out.append((claim, v, "%s; %s vs %s %s" % (why, ea.fmt(2 if measure == "op" else 3),
+                                                   ez.fmt(2 if measure == "op" else 3), unit)))
     b1 = next((rs for k, rs in sorted(idx.items()) if k[2] == 1), {})
     claim = "graph mode gains over eager at batch 1, as TorchScript does over PyTorch eager"
     out.append((claim, *V.both_gain(*(round_values(b1.get(p), stat) for p in (
@@ -411,9 +439,12 @@ def section_md(pk, stat="median", skipped_why=None):
             L.append("Framework overhead, measured: each runtime at batch 1 on a near-zero-compute shape (%s), its "
                      "latency per forward and its ops per forward by its own count (ftengine: kernels, eager "
                      "counted from the traced forward; PyTorch eager: dispatched aten ops; TorchScript: aten nodes "
-                     "of the frozen graph; ORT: nodes after its graph rewrites). Their quotient bounds the host "
-                     "cost per op from above; the second table sets each of ftengine's modes against the framework "
-                     "it stands in for, round by round.\n\n" % ", ".join(
+                     "of the frozen graph; ORT: nodes after its graph rewrites). At that shape the forward is "
+                     "nearly all overhead, and its quotient by the ops bounds the host cost per op from above. The "
+                     "second table sets each of ftengine's modes against the framework it stands in for, round by "
+                     "round: eager against PyTorch eager per op (a dispatcher's cost), graph against TorchScript and "
+                     "ONNX Runtime per forward (a graph runtime's whole overhead; per op it also depends on how many "
+                     "ops its passes fuse away).\n\n" % ", ".join(
                          "%s %s" % (k, v) for k, v in P.MIN_SIZES.items()))
             L.append(ov + "\n")
         L.append(provenance_md(res) + "\n")

@@ -293,6 +293,9 @@ def render(outdir, figures_only=False):
              ("protocol", "synchronized forwards (each timed alone; CPU execution is synchronous)" if cpu else
               "the paper's: back-to-back forwards between two device syncs, a round's value = their mean"),
              ("mode", "QUICK (small presets, few iterations)" if meta.get("quick") else "full"),
+             ("peers", meta["peers_note"] if meta.get("peers_note") else
+              "PyTorch eager, TorchScript, ONNX Runtime where present (bench/peers.py; section \"ftengine's modes "
+              "against the frameworks\")" if meta.get("peers") == "on" else "-"),
              ("report Python", meta.get("python", "?") + ("" if can_plot else " (no matplotlib: no figures)"))]
     w(table(["", ""], setup))
     w("Sweeps (one CSV, JSON and log each; per visit 1 untimed forward, the warm-up, then the timed ones; "
@@ -477,7 +480,7 @@ def _model_ratio(st, model_rounds, preset, ref):
 
 def _panel_verdict(st, model_rounds, panel):
     """F5's rule over one panel: its efficient models against its references."""
-    models = [m for m in _models() if m["panel"] == panel]
+    models = [m for m in _models() if m["panel"] == panel and m["preset"] in model_rounds]
     refs = [m for m in models if m.get("ref")]
     pairs = []
     for m in models:

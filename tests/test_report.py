@@ -583,8 +583,9 @@ class Panels(unittest.TestCase):
                 "mobilenet_v2_1.0_224": 0.07e9, "efficientnet-b0": 0.09e9}
 
         def lat(sweep, model, mode, b, cost):
-            return {"distilbert-base": 5.0, "mobilebert-uncased": 30.0, "squeezebert-uncased": 12.0,
-                    "mobilenet_v2_1.0_224": 11.0, "efficientnet-b0": 12.0}.get(model, clear_lat(sweep, model, mode, b, cost))
+            own = {"distilbert-base": 5.0, "mobilebert-uncased": 30.0, "squeezebert-uncased": 12.0,
+                   "mobilenet_v2_1.0_224": 11.0, "efficientnet-b0": 12.0}
+            return own.get(model) or clear_lat(sweep, model, mode, b, cost)
         synth_study(d, lat, sweeps=sweeps)
         for s in sweeps:  # the panels' MACs
             p = os.path.join(d, s["name"] + ".csv")
