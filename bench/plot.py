@@ -202,7 +202,8 @@ def models_vs_macs(outdir, points, title, caption):
             hi = (e.hi if e.has_ci else e.med) - e.med
             ax.errorbar([macs / 1e9], [e.med], yerr=[[lo], [hi]], fmt="o", capsize=3)
             # models of about the same MACs and latency: their labels stacked, not on top of each other
-            near = sum(1 for x, y in placed if max(x, macs) / min(x, macs) < 1.3 and max(y, e.med) / min(y, e.med) < 1.3)
+            near = sum(1 for x, y in placed
+                       if max(x, macs) / min(x, macs) < 1.3 and max(y, e.med) / min(y, e.med) < 1.3)
             placed.append((macs, e.med))
             ax.annotate(label, (macs / 1e9, e.med), textcoords="offset points", xytext=(6, 4 - 11 * near),
                         fontsize=8)
