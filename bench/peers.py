@@ -34,9 +34,11 @@ or build/peers/openblas from --fetch-openblas), and a host-wide OPENBLAS_CORETYP
 OPENBLAS_L2_SIZE pin is dropped so OpenBLAS picks its kernels for this CPU as a
 normal install does (--openblas-env keep|CORE to override).
 
-Statistics: per round, the median (and min, mean) of the N forwards; per row, the
-median over rounds, and as its interval the lowest and highest round, which covers
-the true median with probability 1 - 2^(1-R) for R rounds (94% for 5).
+Statistics: per round, the median (and min, mean) of the N forwards, kept per row in
+round order (round_stats); per row, the median over rounds, and the lowest and highest
+round (median_lo_ms, median_hi_ms). The tables (bench/report_peers.py) give the study's
+interval instead (bench/studydata.py: the order-statistics confidence interval of the
+median over rounds: the whole range up to 8 rounds), and take every ratio round by round.
 """
 import argparse
 import json
@@ -510,7 +512,7 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
            "protocol": {"rounds": rounds, "iters": iters, "warmup": warmup, "dtype": "fp32",
                         "timing": "first call untimed, W warm-up forwards, N forwards timed one by one "
                                   "(wall clock); per round the median, min and mean; per row the median over "
-                                  "rounds, interval = lowest..highest round"},
+                                  "rounds, its interval the order-statistics one over the rounds (the study's)"},
            "rows": [], "skipped": [], "golden": {}, "commit": None}
     tool = tool if tool and os.path.exists(tool) else None
     res["commit"] = ftengine_commit(tool) if tool else None
@@ -573,6 +575,8 @@ def measure(models, batches, threads_list, rounds=3, iters=10, warmup=2, peers=P
         if overhead:
             points.append((1, MIN_SIZES[kind], "overhead"))
         runners = ["ftengine-" + m for m in ft_modes] + run_peers
+        if not runners:  # every peer skipped (each said why above): nothing to time
+            continue
         for t in threads_list:
             cell = Cell(model, size, t, run_peers, ft_modes, tool, tpy, ort, cfg)
             stamp = dict(model=model, threads=t, started=time.strftime("%H:%M:%S", time.gmtime()),

@@ -8,7 +8,8 @@ or a whole report directory (`make report`, bench/report.py) redrawn:
   overhead_band      kernel time and latency per batch (eager), dispatch/host time
                      between them shaded
   overhead_share     dispatch/host share of the latency against batch, per mode
-  models_vs_macs     latency against MACs at batch 1, one point per model, error bars
+  models_vs_macs     latency against MACs at batch 1, one point per model, error bars, one
+                     panel per modality (text, vision, speech)
   emulation          latency against batch at several emulated framework costs
   depth              latency against the number of layers at batch 1, error bars
 
@@ -167,24 +168,52 @@ def overhead_share(outdir, shares, title, caption):
     return _save(fig, outdir, "overhead_share", caption)
 
 
+def _log_span(ax, xs, ys):
+    """Log axes over at least a factor of 4 each way (models of one size would otherwise
+    get a sliver of an axis), ticks written as plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    for vals, scale, lim, axis in ((xs, ax.set_xscale, ax.set_xlim, ax.xaxis), (ys, ax.set_yscale, ax.set_ylim,
+                                                                                 ax.yaxis)):
+        scale("log")
+        lo, hi = min(vals), max(vals)
+        if lo > 0 and hi / lo < 4:
+            mid = (lo * hi) ** 0.5
+            lim(mid / 2.5, mid * 2.5)
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
 def models_vs_macs(outdir, points, title, caption):
-    """points: [(label, macs, Est of latency)]"""
-    pts = [p for p in points if p[1] and p[2] is not None]
-    if not pts:
+    """points: [(label, macs, Est of latency)], or panels [(panel title, [(label, macs, Est)])]
+    (the per-model study's text, vision and speech panels side by side, each on its own axes:
+    a model is compared with the others of its panel)."""
+    panels = points if points and isinstance(points[0][1], list) else [("", points)]
+    panels = [(t, [p for p in pts if p[1] and p[2] is not None]) for t, pts in panels]
+    panels = [(t, pts) for t, pts in panels if pts]
+    if not panels:
         return []
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for label, macs, e in pts:
-        lo = e.med - (e.lo if e.has_ci else e.med)
-        hi = (e.hi if e.has_ci else e.med) - e.med
-        ax.errorbar([macs / 1e9], [e.med], yerr=[[lo], [hi]], fmt="o", capsize=3)
-        ax.annotate(label, (macs / 1e9, e.med), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("MACs per forward at batch 1 (G)")
-    ax.set_ylabel("eager latency at batch 1 (ms)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.8, 4.4), squeeze=False)
+    for ax, (ptitle, pts) in zip(axes[0], panels):
+        placed = []
+        for label, macs, e in pts:
+            lo = e.med - (e.lo if e.has_ci else e.med)
+            hi = (e.hi if e.has_ci else e.med) - e.med
+            ax.errorbar([macs / 1e9], [e.med], yerr=[[lo], [hi]], fmt="o", capsize=3)
+            # models of about the same MACs and latency: their labels stacked, not on top of each other
+            near = sum(1 for x, y in placed
+                       if max(x, macs) / min(x, macs) < 1.3 and max(y, e.med) / min(y, e.med) < 1.3)
+            placed.append((macs, e.med))
+            ax.annotate(label, (macs / 1e9, e.med), textcoords="offset points", xytext=(6, 4 - 11 * near),
+                        fontsize=8)
+        _log_span(ax, [macs / 1e9 for _, macs, _ in pts], [e.med for _, _, e in pts])
+        ax.set_xlabel("MACs per forward at batch 1 (G)")
+        ax.set_ylabel("eager latency at batch 1 (ms)")
+        ax.set_title(ptitle or title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    if len(panels) > 1:
+        fig.suptitle(title)
     return _save(fig, outdir, "models_vs_macs", caption)
 
 

@@ -4,7 +4,7 @@ Framework Tax", EMNLP 2023) regenerated from ftengine's own measurements.
 
     python3 bench/report.py --tool build/ftengine --device cpu|cuda [--dtype fp32|fp16]
                             [--quick] [--dir build/report] [--only GROUP[,GROUP]] [--no-sweeps]
-                            [--model DIR|PRESET [--seq N]]
+                            [--model DIR|PRESET [--seq N]] [--no-peers]
 
 Runs the sweeps the findings need with `ftengine sweep ... --csv DIR/<name>.csv
 --resume` in interleaved rounds (every point of a sweep once per round, in a
@@ -15,9 +15,16 @@ interrupted or staged report continues where it stopped), draws the figures
 was verified, the setup, one section per finding F1-F8 with its numbers, their
 intervals and a verdict computed by bench/verdicts.py, where each mode gap comes
 from (kernel vs dispatch/host time), and the paper's Table 3 beside ftengine's
-modes. Groups (--only) let a GPU session run the study in stages: main, emulation,
-width, depth, models. --model runs the per-model parts (main and emulation) on a
-checkpoint directory or preset. docs/report.md describes the study.
+modes. On the CPU the frameworks ftengine's modes stand in for (PyTorch eager,
+TorchScript, ONNX Runtime: bench/peers.py, planned and read by bench/report_peers.py)
+run after the sweeps on the main sweep's model, length, batches and rounds
+(--no-peers, PEERS=0, skips them; a model without a torch definition skips them with
+one line): they add Table 3 rows, curves to the latency figure and the
+mode-vs-framework section. The per-model study (F5, F6) runs in text, vision and
+speech panels, one sweep each (MODELS). Groups (--only) let a GPU session run the
+study in stages: main, emulation, width, depth, models. --model runs the per-model
+parts (main and emulation, and the peers) on a checkpoint directory or preset.
+docs/report.md describes the study.
 """
 import argparse
 import glob
@@ -38,21 +45,38 @@ GROUPS = ("main", "emulation", "width", "depth", "models")
 # us per eager op and per graph step; the paper puts PyTorch at 4-17 us per module call
 EMU_COSTS = (0, 2, 8, 20, 100)
 DEPTHS = (("bert-base-L2", 2), ("bert-base-L4", 4), ("bert-base-L8", 8), ("bert-base", 12), ("bert-base-L24", 24))
-# The per-model comparison (F5, F6 and the latency-vs-MACs figure): one entry per
-# preset, BERT-base first (the reference every other model is measured beside, in the
-# same rounds). kind picks the input length on the CPU (text: tokens, image: side,
-# audio: samples); length, when given, overrides it. A preset this build of the tool
-# does not know is skipped with a line in the report. F5 and F6 read funnel-small and
-# mobilebert-uncased.
+# The per-model comparison (F5, F6, their table and the latency-vs-MACs figure): one
+# entry per preset, in panels of one modality each (the paper's): each panel is one
+# sweep, so its models share rounds and every ratio to a panel's reference (ref) is
+# taken round by round. kind picks the input length on the CPU (text: tokens, image:
+# side, audio: samples); fixed: the architecture's own input only (ViT: its config's
+# image size, 224). efficient: a model the paper calls efficient (fewer MACs or
+# parameters), whose "not faster at small batch" F5 judges against the panel's refs.
+# A preset this build of the tool does not know (`ftengine info --presets`) is
+# skipped with a line in the report. F6 reads mobilebert-uncased.
 MODELS = (
-    dict(preset="bert-base", label="BERT-base", kind="text"),
-    dict(preset="funnel-small", label="Funnel-small", kind="text"),
-    dict(preset="mobilebert-uncased", label="MobileBERT", kind="text"),
-    dict(preset="distilbert-base", label="DistilBERT", kind="text"),
-    dict(preset="resnet-50", label="ResNet-50", kind="image"),
-    dict(preset="wavlm-base", label="WavLM-base", kind="audio"),
+    dict(preset="bert-base", label="BERT-base", kind="text", panel="text", ref=True),
+    dict(preset="roberta-base", label="RoBERTa-base", kind="text", panel="text", ref=True),
+    dict(preset="distilbert-base", label="DistilBERT", kind="text", panel="text", efficient=True),
+    dict(preset="mobilebert-uncased", label="MobileBERT", kind="text", panel="text", efficient=True),
+    dict(preset="squeezebert-uncased", label="SqueezeBERT", kind="text", panel="text", efficient=True),
+    dict(preset="albert-base-v2", label="ALBERT-base-v2", kind="text", panel="text", efficient=True),
+    dict(preset="deberta-base", label="DeBERTa-base", kind="text", panel="text"),
+    dict(preset="gpt2", label="GPT-2", kind="text", panel="text"),
+    # the paper's Funnel finding (F5 before the text panel grew), kept beside the others
+    dict(preset="funnel-small", label="Funnel-small", kind="text", panel="text", efficient=True),
+    dict(preset="resnet-50", label="ResNet-50", kind="image", panel="vision", ref=True),
+    dict(preset="mobilenet_v2_1.0_224", label="MobileNetV2", kind="image", panel="vision", efficient=True),
+    dict(preset="efficientnet-b0", label="EfficientNet-B0", kind="image", panel="vision", efficient=True),
+    dict(preset="vit-base-patch16-224", label="ViT-B/16", kind="image", panel="vision", fixed=True),
+    dict(preset="convnext-tiny-224", label="ConvNeXt-tiny", kind="image", panel="vision"),
+    dict(preset="wavlm-base", label="WavLM-base", kind="audio", panel="speech", ref=True),
+    dict(preset="wav2vec2-base", label="wav2vec2-base", kind="audio", panel="speech"),
+    dict(preset="hubert-base-ls960", label="HuBERT-base", kind="audio", panel="speech"),
 )
-MODELS_PER_SWEEP = 4  # models beside BERT-base in one sweep (they all stay loaded)
+PANELS = (("text", "Text"), ("vision", "Vision"), ("speech", "Speech"))
+# architectures measured at their config's input only (a MODEL= study of one of them too)
+FIXED_ARCHS = ("ViTModel",)
 
 
 def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
@@ -103,7 +127,8 @@ def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
         kind_len = {}
         own_batches = batches
     if model:  # the user's model: the per-model parts only
-        length = seq or kind_len.get((kinds or {}).get(model, "text"))
+        kind = (kinds or {}).get(model, "text")
+        length = seq or (None if kind == "fixed" else kind_len.get(kind))
         add("main", "main-" + dtype, [(model, length)], modes="eager,graph,static", batches=own_batches, overhead=True)
         add("emulation", "emulation", [(model, length)], modes="eager,graph,static", batches=own_batches,
             costs=EMU_COSTS, overhead=True)
@@ -116,12 +141,13 @@ def plan(device, dtype, quick, model=None, seq=None, kinds=None, known=None):
         costs=EMU_COSTS, overhead=True)
     add("width", "width", [("bert-base", shape_seq), ("bert-base-w2", shape_seq)], batches=width_batches, shape=True)
     add("depth", "depth", [(p, shape_seq) for p, _ in DEPTHS], batches="1", shape=True)
-    ref, others = MODELS[0], [m for m in MODELS[1:] if known is None or m["preset"] in known]
-    for k in range(0, max(len(others), 1), MODELS_PER_SWEEP):
-        chunk = [ref] + others[k:k + MODELS_PER_SWEEP]
-        add("models", "models-%d" % (k // MODELS_PER_SWEEP + 1),
-            [(m["preset"], m.get("length") or kind_len.get(m["kind"])) for m in chunk], batches=model_batches,
-            shape=True)
+    for panel, _ in PANELS:
+        ms = [m for m in MODELS if m["panel"] == panel and (known is None or m["preset"] in known)]
+        if not ms:
+            continue
+        add("models", "models-" + panel,
+            [(m["preset"], None if m.get("fixed") else m.get("length") or kind_len.get(m["kind"])) for m in ms],
+            batches=model_batches, shape=True)
     return S
 
 
@@ -195,7 +221,8 @@ def tool_presets(tool):
 
 
 def model_kind(tool, model):
-    """text, image or audio for a MODEL= study, from the unit `ftengine info` names."""
+    """text, image or audio for a MODEL= study, from the unit `ftengine info` names; fixed
+    for an architecture measured at its config's input only (FIXED_ARCHS)."""
     try:
         out = subprocess.run([tool, "info", model], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, timeout=300)
@@ -203,6 +230,8 @@ def model_kind(tool, model):
         sys.exit("report: cannot run %s info %s: %s" % (tool, model, e))
     if out.returncode != 0:
         sys.exit("report: --model %s: %s" % (model, out.stderr.strip() or "ftengine info failed"))
+    if any("architecture: %s" % a in out.stdout for a in FIXED_ARCHS):
+        return "fixed"
     return "image" if "(image side)" in out.stdout else "audio" if "(samples)" in out.stdout else "text"
 
 
@@ -280,13 +309,18 @@ def main(argv):
         if not plot.have_matplotlib():
             warn_no_figures()
         return rc
+    kind = None
     if a.model:
-        sweeps = plan(a.device, dtype, a.quick, model=a.model, seq=a.seq, kinds={a.model: model_kind(a.tool, a.model)})
+        kind = model_kind(a.tool, a.model)
+        sweeps = plan(a.device, dtype, a.quick, model=a.model, seq=a.seq, kinds={a.model: kind})
         known, skipped = None, []
     else:
         known = tool_presets(a.tool)
         skipped = [m["preset"] for m in MODELS if known is not None and m["preset"] not in known]
         sweeps = plan(a.device, dtype, a.quick, known=known)
+    for p in skipped:
+        sys.stderr.write("report: preset %s is not known to %s (`ftengine info --presets`): skipped in the per-model "
+                         "study\n" % (p, a.tool))
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if os.path.exists(meta_p):
         try:
@@ -304,11 +338,13 @@ def main(argv):
         for name, rc in failed:
             print("report: sweep %s had failed points or failed (exit %d): see %s/%s.log" % (name, rc, a.dir, name))
     peer_jobs, peers_note = RP.plan(a.device, a.quick, next(s for s in sweeps if s["name"] == "main-" + dtype),
-                                    a.threads)
+                                    a.threads, kind=None if kind == "fixed" else kind, paper_shape=not a.model)
     if a.no_peers:
         peers_note = "not run (PEERS=0)"
     elif peer_jobs and not a.no_sweeps and (not only or "main" in only):
         RP.run(a.dir, a.tool, peer_jobs)
+    if peers_note:
+        sys.stderr.write("report: peers (PyTorch, TorchScript, ONNX Runtime): %s\n" % peers_note)
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
             "model": a.model, "skipped_presets": skipped, "stat": "median over rounds",
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,

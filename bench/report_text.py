@@ -2,13 +2,17 @@
 runs the sweeps and calls render()): every number from the CSVs, every latency the
 median over rounds with its interval (bench/studydata.py), every verdict from
 bench/verdicts.py. Peer measurements (other runtimes on this host) plug in as
-series: peer_series() returns them, Table 3 gets a row and the latency figure a
-curve for each.
+series: peer_series() returns them (bench/peers.py's runs via bench/report_peers.py,
+and bench/baselines/hf_latency.py's files), Table 3 gets a row and, for a peer on the
+main sweep's model and length, the latency figure a curve and the F1 table a column
+for each; report_peers.section_md() adds the side-by-side section with the
+mode-vs-framework verdicts.
 """
 import glob
 import json
 import os
 
+import report_peers as RP
 import studydata as sd
 import verdicts as V
 
@@ -62,12 +66,14 @@ def failures(data):
     return out
 
 
-def peer_series(outdir):
-    """Measured peer runtimes in the report directory, as series for Table 3 and the
-    latency figure: [dict(label, points={batch: Est}, measured_on, note)]. Today:
-    bench/baselines/hf_latency.py --json DIR/baseline-*.json (median of its forwards,
-    no interval unless the file gives ci_lo_ms/ci_hi_ms). Another source is one more
-    reader here."""
+def peer_series(outdir, meta=None):
+    """Measured peer runtimes in the report directory, as series for Table 3, the latency
+    figure and the F1 table: ([dict(label, points={batch: Est}, measured_on, note, curve,
+    table3_label)], notes). Sources: the peer runs of bench/peers.py (peers-*.json, written
+    by `make report` unless PEERS=0; the same statistic as the sweeps: median over rounds
+    with its interval) and bench/baselines/hf_latency.py --json DIR/baseline-*.json
+    (median of its forwards, no interval unless the file gives ci_lo_ms/ci_hi_ms).
+    curve: the series is on the main sweep's model and length (a curve in the figure)."""
     series, notes = {}, []
     for p in sorted(glob.glob(os.path.join(outdir, "baseline*.json"))):
         try:
@@ -80,13 +86,23 @@ def peer_series(outdir):
                 lo, hi = r.get("ci_lo_ms"), r.get("ci_hi_ms")
                 e = sd.Est(float(r["median_ms"]), lo, hi, r.get("ci_level", 0.0), r.get("rounds", 1))
                 s = series.setdefault(key, dict(label="peer: " + key, points={}, measured_on=d.get("device", "?"),
-                                                note="hf_latency.py"))
+                                                note="hf_latency.py", curve=True))
                 s["points"][int(d["batch"])] = e
             notes.append("%s: %s seq %s on %s (torch %s)" % (os.path.basename(p), d.get("model"), d.get("seq"),
                                                             d.get("device"), d.get("torch")))
         except (OSError, ValueError, KeyError, TypeError) as e:
             notes.append("%s: unreadable (%s)" % (os.path.basename(p), e))
-    return [series[k] for k in sorted(series)], notes
+    out = [series[k] for k in sorted(series)]
+    if (meta or {}).get("peers") != "off":
+        pk = RP.load(outdir)
+        for s in RP.series(pk):
+            s["table3_label"] = "%s, %s length %s, fp32, %d thread(s)" % (
+                RP.LABELS[s["peer"]], s["model"], s["size"], s["threads"])
+            out.append(s)
+        for job, res in sorted(pk.items()):
+            notes.append("%s.json: %s, %d row(s), commit %s" % (job, ", ".join(res.get("job", {}).get("models", [])),
+                                                                len(res.get("rows", [])), res.get("commit")))
+    return out, notes
 
 
 def model_desc(spec, i=0):
@@ -166,7 +182,7 @@ def render(outdir, figures_only=False):
         return 1
     st = Study(outdir)
     meta, data, by, cpu, main = st.meta, st.data, st.by, st.cpu, st.main
-    peers, peer_notes = peer_series(outdir)
+    peers, peer_notes = peer_series(outdir, meta)
     ms_ = st.mainspec
     main_desc = model_desc(ms_) if ms_ else "?"
     own = meta.get("model")
@@ -197,7 +213,7 @@ def render(outdir, figures_only=False):
     if can_plot:
         cap = plot.caption_of(main)
         series = plot.mode_series(main) + [dict(label=p["label"], points=p["points"],
-                                                style=dict(linestyle="--", marker=".")) for p in peers]
+                                                style=dict(linestyle="--", marker=".")) for p in peers if p["curve"]]
         figs["latency"] = plot.latency_vs_batch(outdir, series, "Latency vs batch: " + main_desc, cap)
         kern = sd.curve(main, "eager", key=sd.kernel_ms)
         figs["band"] = plot.overhead_band(outdir, mode_curves["eager"], kern, "Kernel vs dispatch/host time, eager: "
@@ -205,14 +221,18 @@ def render(outdir, figures_only=False):
         shares = {m: sd.curve(main, m, key=lambda r: (sd.host_ms(r) / sd.round_value(r))
                               if sd.host_ms(r) is not None and sd.round_value(r) else None) for m in MODES}
         figs["share"] = plot.overhead_share(outdir, shares, "Dispatch/host share of the latency: " + main_desc, cap)
-        pts = []
-        for m in _models():
-            if m["preset"] in model_rounds:
-                rr, macs, _, _ = model_rounds[m["preset"]]
-                if 1 in rr:
-                    pts.append((m["label"], macs, sd.estimate(list(rr[1].values()))))
+        panels = []
+        for panel, title in _panels():
+            pts = []
+            for m in _models():
+                if m["panel"] == panel and m["preset"] in model_rounds:
+                    rr, macs, _, _ = model_rounds[m["preset"]]
+                    if 1 in rr:
+                        pts.append((m["label"], macs, sd.estimate(list(rr[1].values()))))
+            panels.append((title, pts))
         anyrows = next((data[n] for n in by if n.startswith("models-") and data.get(n)), main)
-        figs["models"] = plot.models_vs_macs(outdir, pts, "Latency vs MACs at batch 1 (eager)", plot.caption_of(anyrows))
+        figs["models"] = plot.models_vs_macs(outdir, panels, "Latency vs MACs at batch 1 (eager)",
+                                             plot.caption_of(anyrows))
         ec = []
         for c, cv in emu_curves:
             ec.append(("%g us eager" % c, cv["eager"], "-"))
@@ -273,6 +293,9 @@ def render(outdir, figures_only=False):
              ("protocol", "synchronized forwards (each timed alone; CPU execution is synchronous)" if cpu else
               "the paper's: back-to-back forwards between two device syncs, a round's value = their mean"),
              ("mode", "QUICK (small presets, few iterations)" if meta.get("quick") else "full"),
+             ("peers", meta["peers_note"] if meta.get("peers_note") else
+              "PyTorch eager, TorchScript, ONNX Runtime where present (bench/peers.py; section \"ftengine's modes "
+              "against the frameworks\")" if meta.get("peers") == "on" else "-"),
              ("report Python", meta.get("python", "?") + ("" if can_plot else " (no matplotlib: no figures)"))]
     w(table(["", ""], setup))
     w("Sweeps (one CSV, JSON and log each; per visit 1 untimed forward, the warm-up, then the timed ones; "
@@ -307,12 +330,13 @@ def render(outdir, figures_only=False):
     w("## Findings\n\nThresholds (bench/verdicts.py): %s.\n\n" % ", ".join(
         "%s %g" % kv for kv in V.THRESHOLDS.items()))
 
-    _f1(w, st, figs, mode_rounds, mode_curves, emu_curves, main_desc)
+    _f1(w, st, figs, mode_rounds, mode_curves, emu_curves, main_desc, [p for p in peers if p["curve"]])
     _f2(w, st, mode_rounds, main_desc)
     _f3_to_f6(w, st, figs, by_layers_r, model_rounds)
     _f7_f8(w, st, figs, mode_rounds)
     _overhead(w, st, figs, main_desc)
     _table3(w, st, peers, peer_notes, main_desc, fr)
+    w(RP.section_md(RP.load(outdir) if meta.get("peers") != "off" else {}, "median", meta.get("peers_note")))
     w("## Files\n\n" + ", ".join(sorted(os.path.basename(p) for p in glob.glob(os.path.join(outdir, "*"))
                                         if p.endswith((".csv", ".json", ".png", ".svg")))) + "\n")
     with open(os.path.join(outdir, "report.md"), "w") as f:
@@ -331,7 +355,12 @@ def _models():
     return report.MODELS
 
 
-def _f1(w, st, figs, mode_rounds, mode_curves, emu_curves, main_desc):
+def _panels():
+    import report
+    return report.PANELS
+
+
+def _f1(w, st, figs, mode_rounds, mode_curves, emu_curves, main_desc, peer_curves=()):
     w("### F1: At small batch, eager latency is flat in batch size, then grows\n\n")
     w(fig_md(figs.get("latency", []), st.outdir, "latency vs batch"))
     mins = {m: sd.min_curve(st.main, m) for m in MODES}
@@ -340,6 +369,14 @@ def _f1(w, st, figs, mode_rounds, mode_curves, emu_curves, main_desc):
       % main_desc)
     w(table(["batch", *("%s ms" % m for m in MODES), *("%s min" % m for m in MODES)],
             [[b, *(est(mode_curves[m].get(b)) for m in MODES), *(ms(mins[m].get(b)) for m in MODES)] for b in bs]))
+    if peer_curves:
+        pb = sorted(set(b for p in peer_curves for b in p["points"]))
+        w("The frameworks on the same model, length and batches, ms (median over rounds [interval], the same "
+          "statistic; the dashed curves of the figure): %s. Their rounds are those of the peer run, which times "
+          "ftengine's modes again beside them; the ratios to ftengine, round by round, are in the section \"ftengine's "
+          "modes against the frameworks\" below.\n\n" % "; ".join(sorted(set(p["note"] for p in peer_curves))))
+        w(table(["batch", *("%s ms" % p["label"].split(" (")[0] for p in peer_curves)],
+                [[b, *(est(p["points"].get(b)) for p in peer_curves)] for b in pb]))
     surely, possibly, _ = V.plateau_bounds(mode_rounds["eager"])
     if surely is not None:
         w("Eager plateau (latency within %.2fx of batch 1): surely up to batch %s, possibly up to batch %s.\n\n"
@@ -425,41 +462,93 @@ def _f3_to_f6(w, st, figs, by_layers_r, model_rounds):
     else:
         w(V.fmt(V.INCON, "not part of this study" if "depth" not in st.by else "no depth measured yet") + "\n\n")
 
-    bert = model_rounds.get("bert-base")
-    w("### F5: Funnel is not faster than BERT at small batch despite fewer MACs\n\n")
-    w(fig_md(figs.get("models", []), st.outdir, "latency vs MACs"))
-    if model_rounds:
-        rows = []
-        for m in _models():
-            if m["preset"] not in model_rounds:
+    _f5_f6(w, st, figs, model_rounds)
+
+
+def _model_ratio(st, model_rounds, preset, ref):
+    """(rounds of preset, rounds of ref in the same sweep, their MACs) or None."""
+    if preset not in model_rounds:
+        return None
+    rr, macs, sweep, _ = model_rounds[preset]
+    rows = st.data.get(sweep, [])
+    brr = sd.rounds(rows, "eager", model=ref)
+    if not brr:
+        return None
+    bm = sd.first_value(rows, lambda r: sd.fnum(r.get("macs")), model=ref, batch=1)
+    return rr, brr, macs, bm
+
+
+def _panel_verdict(st, model_rounds, panel):
+    """F5's rule over one panel: its efficient models against its references."""
+    models = [m for m in _models() if m["panel"] == panel and m["preset"] in model_rounds]
+    refs = [m for m in models if m.get("ref")]
+    pairs = []
+    for m in models:
+        if not m.get("efficient"):
+            continue
+        for r in refs:
+            x = _model_ratio(st, model_rounds, m["preset"], r["preset"])
+            if x is None:
+                pairs.append((m["label"], r["label"], (V.INCON, "not measured")))
                 continue
+            rr, brr, macs, bm = x
+            pairs.append((m["label"], r["label"], V.slower_than_bert(m["label"], rr, brr, macs, bm, "not faster",
+                                                                     ref=r["label"])))
+    return V.not_faster_panel(pairs), models, refs
+
+
+def _f5_f6(w, st, figs, model_rounds):
+    w("### F5: Efficient models are not faster than BERT at small batch despite fewer MACs\n\n")
+    w(fig_md(figs.get("models", []), st.outdir, "latency vs MACs"))
+    for panel, title in _panels():
+        models = [m for m in _models() if m["panel"] == panel and m["preset"] in model_rounds]
+        if not models:
+            continue
+        refs = [m for m in models if m.get("ref")]
+        rows = []
+        for m in models:
             rr, macs, sweep, length = model_rounds[m["preset"]]
             e1 = sd.estimate(list(rr[1].values())) if 1 in rr else None
             e2 = sd.estimate(list(rr[2].values())) if 2 in rr else None
-            brr = sd.rounds(st.data.get(sweep, []), "eager", model="bert-base")
-            rel = V.ci_text(sd.ratio(rr[1], brr[1])) if 1 in rr and 1 in brr and m["preset"] != "bert-base" else "-"
+            rel = []
+            for r in refs:
+                x = _model_ratio(st, model_rounds, m["preset"], r["preset"])
+                rel.append(V.ci_text(sd.ratio(x[0][1], x[1][1])) if x and 1 in x[0] and 1 in x[1] and
+                           r["preset"] != m["preset"] else "-")
             mn = sd.min_curve(st.data.get(sweep, []), "eager", model=m["preset"]).get(1)
-            rows.append([m["label"], length or "default", "%.2f" % (macs / 1e9) if macs else "-", est(e1), est(e2),
-                         rel, ms(mn), sweep])
-        w("Eager latency, ms (median over rounds [interval]); the ratio to BERT-base is taken round by round within "
-          "the same sweep (BERT-base is measured in each).\n\n")
-        w(table(["model", "input length", "GMACs (b1)", "b1 ms", "b2 ms", "/ BERT-base (b1)", "b1 min ms", "sweep"],
-                rows))
+            rows.append([m["label"] + (" (efficient)" if m.get("efficient") else ""), length or "its config's",
+                         "%.2f" % (macs / 1e9) if macs else "-", est(e1), est(e2), *rel, ms(mn), sweep])
+        w("%s panel: eager latency, ms (median over rounds [interval]); each ratio to a reference is taken round by "
+          "round within the panel's sweep (all its models in the same rounds).\n\n" % title)
+        w(table(["model", "input length", "GMACs (b1)", "b1 ms", "b2 ms", *("/ %s (b1)" % r["label"] for r in refs),
+                 "b1 min ms", "sweep"], rows))
     skipped = st.meta.get("skipped_presets") or []
     if skipped:
         w("Skipped (not a preset of this build): %s.\n\n" % ", ".join(skipped))
-
-    def verdict(preset, name, want):
-        if preset not in model_rounds or not bert:
-            return V.INCON, "%s or BERT-base not measured in this study" % name
-        rr, macs, sweep, _ = model_rounds[preset]
-        brr = sd.rounds(st.data.get(sweep, []), "eager", model="bert-base")
-        bm = sd.first_value(st.data.get(sweep, []), lambda r: sd.fnum(r.get("macs")), model="bert-base", batch=1)
-        return V.slower_than_bert(name, rr, brr, macs, bm, want)
-    w(V.fmt(*verdict("funnel-small", "Funnel", "not faster")) + "\n\n")
+    if not model_rounds:
+        w(V.fmt(V.INCON, "not part of this study" if not any(n.startswith("models-") for n in st.by) else
+                "no model measured yet") + "\n\n")
+    else:
+        (v, why), models, refs = _panel_verdict(st, model_rounds, "text")
+        w("The text panel's efficient models (%s) against %s, each with fewer MACs at this input (a model without "
+          "fewer MACs is no test): not faster when the ratio's interval is clearly >= %.2f.\n\n" % (
+              ", ".join(m["label"] for m in models if m.get("efficient")), " and ".join(r["label"] for r in refs),
+              V.T["not_faster"]))
+        w(V.fmt(v, why) + "\n\n")
+        for panel, title in _panels()[1:]:
+            (pv, pwhy), pm, pr = _panel_verdict(st, model_rounds, panel)
+            if any(m.get("efficient") for m in pm) and any(m["preset"] in model_rounds for m in pm):
+                w("%s panel, the same rule (%s against %s): %s (%s).\n\n" % (
+                    title, ", ".join(m["label"] for m in pm if m.get("efficient")),
+                    " and ".join(r["label"] for r in pr), pv, pwhy))
     w("### F6: MobileBERT is slower than BERT at small batch despite ~4x fewer MACs\n\n")
     w("(Table under F5.)\n\n")
-    w(V.fmt(*verdict("mobilebert-uncased", "MobileBERT", "slower")) + "\n\n")
+    x = _model_ratio(st, model_rounds, "mobilebert-uncased", "bert-base")
+    if x is None:
+        w(V.fmt(V.INCON, "MobileBERT or BERT-base not measured in this study") + "\n\n")
+    else:
+        rr, brr, macs, bm = x
+        w(V.fmt(*V.slower_than_bert("MobileBERT", rr, brr, macs, bm, "slower")) + "\n\n")
 
 
 def _f7_f8(w, st, figs, mode_rounds):
@@ -562,10 +651,15 @@ def _table3(w, st, peers, peer_notes, main_desc, fr):
             t3.append(["ftengine emulated %s: %s" % (m, names[m] % c if "%" in names[m] else names[m]), est(e),
                        "this report (%s)" % model_desc(st.emuspec)])
     for p in peers:
-        t3.append([p["label"], est(p["points"].get(1)), "%s (%s)" % (p["measured_on"], p["note"])])
+        if 1 in p["points"]:
+            t3.append([p.get("table3_label", p["label"]), est(p["points"].get(1)),
+                       "%s (%s)" % (p["measured_on"], p["note"])])
+    if st.meta.get("peers") != "off":
+        t3 += RP.table3_ftengine_rows(RP.load(st.outdir))
     w(table(["runtime", "latency ms (batch 1)", "measured on"], t3))
     if peer_notes:
         w("Peer measurements read: " + "; ".join(peer_notes) + "\n\n")
     else:
-        w("No peer measurement in this directory (bench/baselines/hf_latency.py --json DIR/baseline-*.json adds "
-          "them).\n\n")
+        w("No peer measurement in this directory (%s; bench/baselines/hf_latency.py --json DIR/baseline-*.json adds "
+          "GPU ones).\n\n" % (st.meta.get("peers_note") or "PEERS=0" if st.meta.get("peers") == "off" else
+                               st.meta.get("peers_note") or "no peer run"))

@@ -33,12 +33,50 @@ def fnum(s):
     return v if math.isfinite(v) else None
 
 
+PROFILED = "profiled"  # the protocol of a deferred profiled pass's row (tools/sweep_csv.c)
+PROFILE_COLS = ("overhead_ms", "overhead_share", "profiled_ms", "busy_ms", "dispatch_ms")
+
+
+def _point_key(r):
+    return tuple(r.get(k, "") for k in ("model", "mode", "batch", "length", "op_cost_us", "step_cost_us", "round"))
+
+
+def join_profiled(rows):
+    """A sweep that profiles on CUDA with CUPTI writes each (point, round) as two rows: the
+    visit's (the latency) and, after every timed visit, its profiled pass's (protocol
+    "profiled": the overhead columns only). Returns the rows as one per (point, round),
+    each visit's row given its profiled pass's columns (and its kernel count where the
+    visit had none); a failed profiled pass stays a row of its own (its status and
+    error say so), one without its visit is dropped."""
+    if not any(r.get("protocol") == PROFILED for r in rows):
+        return rows
+    visits = {}
+    for r in rows:
+        if r.get("protocol") != PROFILED:
+            visits.setdefault(_point_key(r), r)
+    out = []
+    for r in rows:
+        if r.get("protocol") != PROFILED:
+            out.append(r)
+            continue
+        v = visits.get(_point_key(r))
+        if r.get("status") != "ok":
+            out.append(r)
+        elif v is not None:
+            for c in PROFILE_COLS:
+                v[c] = r.get(c, "")
+            if not v.get("kernels_per_forward"):
+                v["kernels_per_forward"] = r.get("kernels_per_forward", "")
+    return out
+
+
 def read_rows(path):
-    """Every row of a sweep CSV as a dict (an absent file gives [])."""
+    """Every row of a sweep CSV as a dict, one per (point, round) (join_profiled); an
+    absent file gives []."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return join_profiled(list(csv.DictReader(f)))
 
 
 # ---- the statistic ----

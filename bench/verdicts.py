@@ -44,6 +44,9 @@ THRESHOLDS = {
     "advantage": 0.10,
     # the gap split: a part "dominates" a gap when its share of the gap is above this
     "dominates": 0.5,
+    # ftengine's modes against the frameworks (bench/report_peers.py): X is "at or below"
+    # Y while the interval of X/Y stays at or below this, "above" when it is wholly past it
+    "not_slower": 1.05,
 }
 T = THRESHOLDS
 
@@ -235,18 +238,19 @@ def f4(by_layers):
     return NOISE, "%s: an interval overlaps %.2f, %.2f or 0" % (nums, T["depth_r2_fail"], T["depth_r2"])
 
 
-def slower_than_bert(name, lat, bert_lat, macs, bert_macs, want):
-    """F5 (want='not faster') and F6 (want='slower'): a model with fewer MACs than BERT
-    at small batch. lat/bert_lat: {batch: {round: ms}} measured in the same rounds."""
+def slower_than_bert(name, lat, bert_lat, macs, bert_macs, want, ref="BERT"):
+    """F5 (want='not faster') and F6 (want='slower'): a model with fewer MACs than the
+    reference (BERT, or another of its panel: ref names it) at small batch. lat/bert_lat:
+    {batch: {round: ms}} measured in the same rounds."""
     common = sorted(set(lat) & set(bert_lat))
     if not common:
-        return INCON, "needs %s and BERT at a common small batch" % name
+        return INCON, "needs %s and %s at a common small batch" % (name, ref)
     b = common[0]
     r = sd.ratio(lat[b], bert_lat[b])
     if r is None or not r.has_ci:
-        return INCON, "needs %s and BERT in at least two common rounds" % name
+        return INCON, "needs %s and %s in at least two common rounds" % (name, ref)
     mr = ("%.2fx fewer MACs" % (bert_macs / macs)) if macs and bert_macs and macs > 0 else "MACs unknown"
-    nums = "%s/BERT latency %s at batch %d with %s" % (name, ci_text(r), b, mr)
+    nums = "%s/%s latency %s at batch %d with %s" % (name, ref, ci_text(r), b, mr)
     if macs and bert_macs and macs >= bert_macs:
         return INCON, "%s: it does not have fewer MACs here, so the claim has no test" % nums
     if want == "slower":
@@ -262,6 +266,27 @@ def slower_than_bert(name, lat, bert_lat, macs, bert_macs, want):
     if r.hi < T["not_faster"]:
         return NOT, "%s (the whole interval < %.2fx: faster, as its MACs suggest)" % (nums, T["not_faster"])
     return NOISE, "%s: the interval overlaps %.2fx" % (nums, T["not_faster"])
+
+
+def not_faster_panel(pairs):
+    """F5 over a panel: pairs [(model, reference, (verdict, reason))] of slower_than_bert(...,
+    'not faster'). The claim "efficient models are not faster than the references at small
+    batch" holds when every tested pair holds, does not hold when any pair is clearly
+    faster (a counterexample), and is within noise otherwise. A pair without fewer MACs
+    or not measured (inconclusive) is no test of it."""
+    tested = [(m, r, v) for m, r, (v, _) in pairs if v != INCON]
+    untested = ["%s/%s" % (m, r) for m, r, (v, _) in pairs if v == INCON]
+    nums = "; ".join("%s: %s" % (v if v != NOISE else "within noise", why) for _, _, (v, why) in pairs
+                     if v != INCON)
+    note = (" (no test: %s)" % ", ".join(untested)) if untested else ""
+    if not tested:
+        return INCON, "no efficient model with fewer MACs than a reference was measured%s" % note
+    faster = ["%s/%s" % (m, r) for m, r, v in tested if v == NOT]
+    if faster:
+        return NOT, "clearly faster: %s. %s%s" % (", ".join(faster), nums, note)
+    if all(v == HOLDS for _, _, v in tested):
+        return HOLDS, "every model clearly not faster. %s%s" % (nums, note)
+    return NOISE, "no model clearly faster, some within noise. %s%s" % (nums, note)
 
 
 def f7(fp16, fp32, measurable=True, why=""):
@@ -338,6 +363,85 @@ def dominates(split):
         return "dispatch/host time"
     return "neither clearly (the kernel share's interval %s overlaps %.0f%%)" % (
         split["share"].fmt(0, 100, "%"), 100 * T["dominates"])
+
+
+# ---- ftengine's modes against the frameworks (bench/report_peers.py) ----
+# Inputs are {round: ms} (or {batch: {round: ms}}) of runners timed in the same
+# rounds of one peer run (bench/peers.py), so ratios are taken round by round.
+
+
+def at_or_below(ours, theirs, what):
+    """"ours is at or below theirs" ({round: value} each, paired): holds when the interval
+    of ours/theirs is <= not_slower, does not hold when wholly above it."""
+    r = sd.ratio(ours, theirs)
+    if r is None or not r.has_ci:
+        return INCON, "%s: needs both in at least two common rounds" % what
+    nums = "%s %s" % (what, ci_text(r))
+    t = T["not_slower"]
+    if r.hi <= t:
+        return HOLDS, "%s (the whole interval <= %.2fx)" % (nums, t)
+    if r.lo > t:
+        return NOT, "%s (the whole interval > %.2fx)" % (nums, t)
+    return NOISE, "%s: the interval overlaps %.2fx" % (nums, t)
+
+
+def at_or_below_every_batch(ours, theirs, what):
+    """at_or_below at every batch both {batch: {round: ms}} have: holds when it holds at
+    every one, does not hold when it fails clearly at any, else within noise."""
+    common = sorted(set(ours) & set(theirs))
+    if not common:
+        return INCON, "%s: no common batch measured" % what
+    vs = [(b, at_or_below(ours[b], theirs[b], "b%d" % b)) for b in common]
+    nums = "%s per batch: %s" % (what, ", ".join("b%d %s" % (b, ci_text(sd.ratio(ours[b], theirs[b])))
+                                                 for b in common))
+    kinds = [v for _, (v, _) in vs]
+    if all(v == HOLDS for v in kinds):
+        return HOLDS, "%s (every interval <= %.2fx)" % (nums, T["not_slower"])
+    bad = [b for b, (v, _) in vs if v == NOT]
+    if bad:
+        return NOT, "%s (wholly above %.2fx at batch %s)" % (nums, T["not_slower"], ", ".join(map(str, bad)))
+    if any(v == INCON for v in kinds):
+        return INCON, "%s: a batch lacks two common rounds" % nums
+    return NOISE, "%s: an interval overlaps %.2fx" % (nums, T["not_slower"])
+
+
+def both_gain(eager, graph, fw_eager, fw_graph, batch=1):
+    """"graph mode gains over eager as the framework's graph runtime does over its eager
+    one" at one batch ({round: ms} each): holds when both ratios eager/graph are clearly
+    >= faster_ratio, does not hold when either is clearly below it."""
+    ge, fe = sd.ratio(eager, graph), sd.ratio(fw_eager, fw_graph)
+    if ge is None or fe is None or not ge.has_ci or not fe.has_ci:
+        return INCON, "needs both pairs in at least two common rounds at batch %d" % batch
+    fr = T["faster_ratio"]
+    nums = "batch %d: ftengine eager/graph %s, PyTorch eager/TorchScript %s" % (batch, ci_text(ge), ci_text(fe))
+    if ge.lo >= fr and fe.lo >= fr:
+        return HOLDS, "%s (both intervals >= %.2fx)" % (nums, fr)
+    if ge.hi < fr or fe.hi < fr:
+        return NOT, "%s (%s interval below %.2fx)" % (
+            nums, "ftengine's" if ge.hi < fr else "the framework's", fr)
+    return NOISE, "%s: an interval overlaps %.2fx" % (nums, fr)
+
+
+def gap_shrinks(slow, fast, what):
+    """"the slow/fast ratio shrinks as batch grows": {batch: {round: ms}} each; the ratio at
+    the largest common batch over batch 1's, round by round: holds when clearly below 1,
+    does not hold when clearly at or above it."""
+    common = sorted(set(slow) & set(fast))
+    if len(common) < 2 or common[0] != 1:
+        return INCON, "%s: needs batch 1 and a larger batch" % what
+    top = common[-1]
+    q = {b: {r: slow[b][r] / fast[b][r] for r in set(slow[b]) & set(fast[b]) if fast[b][r]} for b in (1, top)}
+    sh = sd.ratio(q[top], q[1])
+    if sh is None or not sh.has_ci:
+        return INCON, "%s: needs at least two common rounds" % what
+    nums = "%s %s at batch 1, %s at batch %d; their ratio %s" % (
+        what, ci_text(sd.estimate(list(q[1].values()))), ci_text(sd.estimate(list(q[top].values()))), top,
+        ci_text(sh))
+    if sh.hi < 1.0:
+        return HOLDS, "%s (clearly below 1)" % nums
+    if sh.lo >= 1.0:
+        return NOT, "%s (clearly at or above 1)" % nums
+    return NOISE, "%s: the interval overlaps 1" % nums
 
 
 def fmt(verdict, reason):

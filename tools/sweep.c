@@ -16,13 +16,18 @@
  * --overhead a second, profiled pass of --iters forwards in the same visit gives
  * the split of the forward into kernel time and dispatch/host time, as medians over
  * its forwards like the latency (the timed pass comes first, so the latency carries
- * no observer). --protocol paper times as
+ * no observer). Where profiling loads CUPTI (a CUDA build with CUPTI, device cuda),
+ * CUPTI stays in the process from the first profiled window on (engine/cupti.c:
+ * CUPTI 13.0's graph-launch correlation bug), so every timed visit of every round
+ * runs first and the profiled passes after them, one per point and round in the
+ * rounds' own orders, each written as a row of its own (tools/sweep_csv.c).
+ * --protocol paper times as
  * Fernandez et al.'s harness does (back-to-back forwards, one sync, mean); the
  * default times each forward synchronized.
  *
- * The CSV (docs/benchmarking.md) holds one row per (point, round), written in
- * place and flushed as it is measured, so an interrupted sweep keeps what it
- * measured. A point that fails (out of memory, any error) is a row with status
+ * The CSV (docs/benchmarking.md) holds one row per (point, round) (and one per
+ * deferred profiled pass), written in place and flushed as it is measured, so an
+ * interrupted sweep keeps what it measured. A point that fails (out of memory, any error) is a row with status
  * "oom" or "error" and the message, is not visited again, and the sweep goes on;
  * the exit status is 1 when any point failed. --resume keeps the rows measured
  * ("ok") by this commit on this device with the same settings and measures only the
@@ -138,7 +143,7 @@ void sweep_point_label(const sweep *w, int p, char *buf, size_t n) {
     if (k < n) snprintf(buf + k, n - k, "%s b%lld", ft_mode_name(w->modes[m]), w->batches[b]);
 }
 
-static void sample_init(sample *s, int round) {
+void sweep_sample_init(sample *s, int round) {
     memset(s, 0, sizeof *s);
     s->round = round;
     s->order = -1;
@@ -146,260 +151,6 @@ static void sample_init(sample *s, int round) {
     s->mean = s->median = s->min = s->p90 = s->max = s->first = NAN;
     s->overhead_ms = s->share = s->profiled_ms = s->busy_ms = s->dispatch_ms = NAN;
     snprintf(s->status, sizeof s->status, "ok");
-}
-
-/* ---- the CSV: one small set of functions, so output handling lives in one place ---- */
-
-static const char *const csv_cols[] = {
-    "model", "arch", "device", "dtype", "mode", "batch", "length", "protocol", "iters", "mean_ms",
-    "median_ms", "min_ms", "first_ms", "kernels_per_forward", "overhead_ms", "overhead_share", "status",
-    "error", "p90_ms", "max_ms", "profiled_ms", "busy_ms", "warmup", "op_cost_us", "params", "macs",
-    "threads", "ftengine_version", "commit", "date", "host", "device_label", "cuda_version", "round",
-    "rounds", "seed", "order", "step_cost_us", "dispatch_ms", NULL};
-enum { C_MODEL, C_ARCH, C_DEVICE, C_DTYPE, C_MODE, C_BATCH, C_LENGTH, C_PROTOCOL, C_ITERS, C_MEAN,
-       C_MEDIAN, C_MIN, C_FIRST, C_KERNELS, C_OVER, C_SHARE, C_STATUS, C_ERROR, C_P90, C_MAX,
-       C_PROFILED, C_BUSY, C_WARMUP, C_OPCOST, C_PARAMS, C_MACS, C_THREADS, C_VERSION, C_COMMIT,
-       C_DATE, C_HOST, C_LABEL, C_CUDA, C_ROUND, C_ROUNDS, C_SEED, C_ORDER, C_STEPCOST, C_DISPATCH,
-       C_N };
-
-static void int_or_empty(FILE *f, long long v) {
-    if (v >= 0) fprintf(f, "%lld", v);
-}
-
-/* The header line (with its '\n'), in a static buffer. */
-static const char *csv_header(void) {
-    static char h[1024];
-    size_t n = 0;
-    for (int i = 0; csv_cols[i]; i++) n += (size_t)snprintf(h + n, sizeof h - n, "%s%s", i ? "," : "", csv_cols[i]);
-    snprintf(h + n, sizeof h - n, "\n");
-    return h;
-}
-
-static void csv_row_text(FILE *f, const sweep *w, int p, const sample *s) {
-    const args *a = w->a;
-    const prov *pv = &w->pv;
-    int e, c, m, b;
-    sweep_axes(w, p, &e, &c, &m, &b);
-    char oc[32], sc[32];
-    sweep_cost_text(w->costs[c].op, oc, sizeof oc);
-    sweep_cost_text(w->costs[c].step, sc, sizeof sc);
-    csv_field(f, w->entries[e].name);
-    fputc(',', f); csv_field(f, s->arch);
-    fprintf(f, ",%s,%s,%s,%lld,", ft_device_name(a->device), ft_dtype_name(a->dtype), ft_mode_name(w->modes[m]),
-            w->batches[b]);
-    int_or_empty(f, s->length);
-    fprintf(f, ",%s,%d,", a->paper ? "paper" : "sync", a->iters);
-    csv_num(f, s->mean); fputc(',', f);
-    csv_num(f, s->median); fputc(',', f);
-    csv_num(f, s->min); fputc(',', f);
-    csv_num(f, s->first); fputc(',', f);
-    int_or_empty(f, s->kernels); fputc(',', f);
-    csv_num(f, s->overhead_ms); fputc(',', f);
-    csv_num(f, s->share);
-    fprintf(f, ",%s,", s->status);
-    csv_field(f, s->error); fputc(',', f);
-    csv_num(f, s->p90); fputc(',', f);
-    csv_num(f, s->max); fputc(',', f);
-    csv_num(f, s->profiled_ms); fputc(',', f);
-    csv_num(f, s->busy_ms);
-    fprintf(f, ",%d,%s,", a->warmup, oc);
-    int_or_empty(f, s->params); fputc(',', f);
-    int_or_empty(f, s->macs);
-    const char *tail[] = {pv->threads, pv->version, pv->commit, s->date, pv->host, pv->device_label, pv->cuda};
-    for (int i = 0; i < 7; i++) {
-        fputc(',', f);
-        csv_field(f, tail[i]);
-    }
-    fprintf(f, ",%d,%d,%llu,", s->round, w->rounds, a->seed);
-    int_or_empty(f, s->order);
-    fprintf(f, ",%s,", sc);
-    csv_num(f, s->dispatch_ms);
-    fputc('\n', f);
-}
-
-/* One (point, round) row, appended whole (tools/outfiles.c: never a partial row); 0 or 1. */
-static int csv_row(const sweep *w, int p, const sample *s) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return fail("out of host memory");
-    csv_row_text(f, w, p, s);
-    int rc = fclose(f) != 0 ? fail("out of host memory") : ft_out_csv_append_row(buf);
-    free(buf);
-    return rc;
-}
-
-static double num_or_nan(const char *s) {
-    char *end = NULL;
-    double v = strtod(s, &end);
-    return *s && !*end ? v : NAN;
-}
-
-/* Why --resume does not keep a row: counted per reason, one example each. */
-typedef struct drops {
-    int n, count[8];
-    char why[8][160];
-} drops;
-
-static void drop(drops *d, const char *why) {
-    for (int i = 0; i < d->n; i++)
-        if (!strcmp(d->why[i], why)) {
-            d->count[i]++;
-            return;
-        }
-    if (d->n == 7) snprintf(d->why[d->n++], sizeof d->why[0], "other reasons");
-    if (d->n == 8) {
-        d->count[7]++;
-        return;
-    }
-    snprintf(d->why[d->n], sizeof d->why[0], "%s", why);
-    d->count[d->n++] = 1;
-}
-
-/* The point of a row of an earlier run, if it is one of this sweep's; else -1 and
- * which axis it is off in why. */
-static int row_point(char **c, const sweep *w, char *why, size_t wn) {
-    ft_mode mode;
-    long long batch = atoll(c[C_BATCH]), length = c[C_LENGTH][0] ? atoll(c[C_LENGTH]) : -1;
-    int e = -1, k = -1, m = -1, b = -1, named = 0;
-    for (int i = 0; i < w->n_entries && e < 0; i++) {
-        named |= !strcmp(c[C_MODEL], w->entries[i].name);
-        if (!strcmp(c[C_MODEL], w->entries[i].name) && (!w->entries[i].seq || length == w->entries[i].seq)) e = i;
-    }
-    for (int i = 0; i < w->n_costs && k < 0; i++) {
-        char oc[32], sc[32];
-        sweep_cost_text(w->costs[i].op, oc, sizeof oc);
-        sweep_cost_text(w->costs[i].step, sc, sizeof sc);
-        if (!strcmp(c[C_OPCOST], oc) && !strcmp(c[C_STEPCOST], sc)) k = i;
-    }
-    int mode_ok = ft_mode_parse(c[C_MODE], &mode) == FT_OK;
-    for (int i = 0; mode_ok && i < w->n_modes; i++) if (w->modes[i] == mode) m = i;
-    for (int i = 0; i < w->n_batches; i++) if (w->batches[i] == batch) b = i;
-    if (e < 0 && !named) snprintf(why, wn, "model %.60s is not in this sweep", c[C_MODEL]);
-    else if (e < 0) snprintf(why, wn, "%.60s at length %.12s (this sweep: another length)", c[C_MODEL], c[C_LENGTH]);
-    else if (k < 0) snprintf(why, wn, "emulated cost op %.12s us / step %.12s us (not among this sweep's costs)",
-                             c[C_OPCOST][0] ? c[C_OPCOST] : "-", c[C_STEPCOST][0] ? c[C_STEPCOST] : "-");
-    else if (m < 0) snprintf(why, wn, "mode %.12s is not in --modes", c[C_MODE]);
-    else if (b < 0) snprintf(why, wn, "batch %.12s is not in --batches", c[C_BATCH]);
-    else return sweep_point(w, e, k, m, b);
-    return -1;
-}
-
-/* A row of an earlier run of this very sweep (same commit, device and settings) that
- * measured its point in a round this sweep has: kept by --resume (fills *s, *point).
- * Otherwise the reason goes to d. */
-static int row_reusable(char **c, int nc, const sweep *w, int *point, sample *s, drops *d) {
-    const args *a = w->a;
-    const prov *pv = &w->pv;
-    char why[160], num[32];
-    if (nc != C_N) return drop(d, "a malformed row"), 0;
-    if (strcmp(c[C_STATUS], "ok")) {
-        snprintf(why, sizeof why, "a failed point (%s), measured again", c[C_STATUS]);
-        return drop(d, why), 0;
-    }
-    if (strcmp(c[C_COMMIT], pv->commit)) {
-        snprintf(why, sizeof why, "measured by commit %.40s (this tool: %.40s)", c[C_COMMIT], pv->commit);
-        return drop(d, why), 0;
-    }
-    if (strcmp(c[C_DEVICE], ft_device_name(a->device)) || strcmp(c[C_LABEL], pv->device_label) ||
-        strcmp(c[C_THREADS], pv->threads) || strcmp(c[C_CUDA], pv->cuda)) {
-        snprintf(why, sizeof why, "measured on %.100s (threads %.8s)", c[C_LABEL], c[C_THREADS]);
-        return drop(d, why), 0;
-    }
-    const char *mine[] = {ft_dtype_name(a->dtype), a->paper ? "paper" : "sync", NULL, NULL};
-    snprintf(num, sizeof num, "%d", a->iters);
-    mine[2] = num;
-    char wu[32];
-    snprintf(wu, sizeof wu, "%d", a->warmup);
-    mine[3] = wu;
-    const int cols[] = {C_DTYPE, C_PROTOCOL, C_ITERS, C_WARMUP};
-    const char *names[] = {"--dtype", "--protocol", "--iters", "--warmup"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(c[cols[i]], mine[i])) {
-            snprintf(why, sizeof why, "measured with %s %.20s (this sweep: %s)", names[i], c[cols[i]], mine[i]);
-            return drop(d, why), 0;
-        }
-    if (a->overhead && !c[C_PROFILED][0]) return drop(d, "no profiled pass (this sweep has --overhead)"), 0;
-    int p = row_point(c, w, why, sizeof why);
-    if (p < 0) return drop(d, why), 0;
-    int round = atoi(c[C_ROUND]);
-    if (!c[C_ROUND][0] || round < 0) return drop(d, "a malformed row"), 0;
-    if (round >= w->rounds) {
-        snprintf(why, sizeof why, "a round past --rounds %d", w->rounds);
-        return drop(d, why), 0;
-    }
-    if (sweep_sample(w, p, round)->have) return drop(d, "a second row of the same point and round"), 0;
-    sample_init(s, round);
-    *point = p;
-    snprintf(s->arch, sizeof s->arch, "%s", c[C_ARCH]);
-    snprintf(s->date, sizeof s->date, "%s", c[C_DATE]);
-    s->order = c[C_ORDER][0] ? atoi(c[C_ORDER]) : -1;
-    s->length = c[C_LENGTH][0] ? atoll(c[C_LENGTH]) : -1;
-    s->kernels = c[C_KERNELS][0] ? atoll(c[C_KERNELS]) : -1;
-    s->params = c[C_PARAMS][0] ? atoll(c[C_PARAMS]) : -1;
-    s->macs = c[C_MACS][0] ? atoll(c[C_MACS]) : -1;
-    double *dst[] = {&s->mean, &s->median, &s->min, &s->first, &s->overhead_ms, &s->share, &s->p90,
-                     &s->max, &s->profiled_ms, &s->busy_ms, &s->dispatch_ms};
-    int col[] = {C_MEAN, C_MEDIAN, C_MIN, C_FIRST, C_OVER, C_SHARE, C_P90, C_MAX, C_PROFILED, C_BUSY, C_DISPATCH};
-    for (int i = 0; i < 11; i++) *dst[i] = num_or_nan(c[col[i]]);
-    s->have = 1;
-    return 1;
-}
-
-static void print_header(void);
-static void print_row(const sweep *w, int p, const sample *s);
-
-/* --resume: each line of the old CSV (tools/outfiles.c passes them), kept when
- * reusable; the reasons for the others are counted. */
-typedef struct resume_state {
-    sweep *w;
-    drops d;
-    int kept;
-} resume_state;
-
-static int keep_row(void *user, const char *line) {
-    resume_state *r = (resume_state *)user;
-    char copy[8192], *c[C_N + 1];
-    if (strlen(line) >= sizeof copy) {
-        drop(&r->d, "a line too long to be a sweep row");
-        return 0;
-    }
-    snprintf(copy, sizeof copy, "%s", line);
-    int nc = csv_split(copy, c, C_N + 1), p;
-    sample s;
-    if (!row_reusable(c, nc, r->w, &p, &s, &r->d)) return 0;
-    *sweep_sample(r->w, p, s.round) = s;
-    return 1;
-}
-
-/* Starts the CSV opened (and locked) by ft_out_csv_open. Without --resume it is
- * (re)written with the header. With --resume the reusable rows of an existing file
- * are kept (rewritten beside it and renamed over it, so a kill leaves either file
- * whole), marked in w's samples, and listed; the rest of the old file is dropped,
- * and why is said. 0 or 1. */
-static int csv_open(sweep *w, int *n_kept) {
-    const args *a = w->a;
-    *n_kept = 0;
-    if (a->resume && access(a->csv, F_OK) != 0)
-        printf("resume: %s does not exist yet: every point is measured\n", a->csv);
-    resume_state r;
-    memset(&r, 0, sizeof r);
-    r.w = w;
-    int rc = ft_out_csv_start(csv_header(), a->resume, keep_row, &r, n_kept);
-    if (rc || !a->resume) return rc;
-    int dropped = 0;
-    for (int i = 0; i < r.d.n; i++) dropped += r.d.count[i];
-    printf("resume: %s: kept %d row%s (point x round), dropped %d\n", a->csv, *n_kept, *n_kept == 1 ? "" : "s",
-           dropped);
-    for (int i = 0; i < r.d.n; i++) printf("resume: dropped %d: %s\n", r.d.count[i], r.d.why[i]);
-    if (*n_kept) { /* the kept rows, as this sweep would have printed them */
-        printf("resume: the kept rows:\n");
-        print_header();
-        for (int k = 0; k < w->rounds; k++)
-            for (int p = 0; p < w->n_points; p++)
-                if (sweep_sample(w, p, k)->have) print_row(w, p, sweep_sample(w, p, k));
-    }
-    return 0;
 }
 
 /* ---- measuring ---- */
@@ -492,12 +243,32 @@ static int measure(ft_ctx *ctx, ft_model *m, ft_profiler *prof, const args *a, l
     return 0;
 }
 
+/* A deferred profiled pass of one point: one untimed forward (the point's plan and
+ * caches after the other points ran), then the profiled pass into p. 0 or fail()'s code. */
+static int profile_point(ft_ctx *ctx, ft_model *m, ft_profiler *prof, const args *a, long long batch,
+                         long long seq, sample *p) {
+    ft_host_tensor in[8];
+    int n_in = 0;
+    void *owned = NULL;
+    if (ft_model_example_inputs(m, batch, seq, in, &n_in, &owned) != FT_OK) {
+        free(owned);
+        return fail("%s", ft_ctx_errmsg(ctx));
+    }
+    long long ops = -1;
+    int rc = ft_model_forward(m, in, n_in) != FT_OK || ft_ctx_sync(ctx) != FT_OK ? fail("%s", ft_ctx_errmsg(ctx)) : 0;
+    if (!rc) rc = overhead_pass(ctx, prof, m, in, n_in, a->iters, p, &ops);
+    free(owned);
+    ft_graph_stats gs;
+    if (!rc) p->kernels = ft_model_graph_stats(m, &gs) == FT_OK && gs.valid ? gs.kernels_per_forward : ops;
+    return rc;
+}
+
 static void record_failure(ft_ctx *ctx, sample *p, const char *prefix) {
     long long length = p->length;
     char arch[sizeof p->arch];
     snprintf(arch, sizeof arch, "%s", p->arch);
     int round = p->round, order = p->order;
-    sample_init(p, round); /* no half-measured numbers in a failed row */
+    sweep_sample_init(p, round); /* no half-measured numbers in a failed row */
     p->order = order;
     p->length = length;
     snprintf(p->arch, sizeof p->arch, "%s", arch);
@@ -508,7 +279,7 @@ static void record_failure(ft_ctx *ctx, sample *p, const char *prefix) {
 
 /* The table: a point's batch and mode first (then its model and emulated costs when
  * the sweep has several), its round, then the visit's numbers. */
-static void print_header(void) {
+void sweep_print_header(void) {
     printf("%-7s %-7s %-5s %-26s %10s %10s %10s %9s %12s\n", "batch", "mode", "round", "model / cost", "mean ms",
            "median ms", "min ms", "kernels", "overhead");
 }
@@ -524,7 +295,7 @@ static void other_axes(const sweep *w, int p, char *buf, size_t n) {
     if (!buf[0]) snprintf(buf, n, "-");
 }
 
-static void print_row(const sweep *w, int p, const sample *s) {
+void sweep_print_row(const sweep *w, int p, const sample *s) {
     char other[256], md[32] = "-", mn[32] = "-", kn[24] = "-", ov[32] = "-";
     int e, c, m, b;
     sweep_axes(w, p, &e, &c, &m, &b);
@@ -604,7 +375,7 @@ static int visit(sweep *w, slot *slots, int p, int r, int order, double *times, 
     sweep_axes(w, p, &e, &c, &mi, &bi);
     slot *sl = &slots[e];
     sample *s = sweep_sample(w, p, r);
-    sample_init(s, r);
+    sweep_sample_init(s, r);
     s->order = order;
     cli_errors_quiet = 1;
     int rc = 0;
@@ -619,7 +390,7 @@ static int visit(sweep *w, slot *slots, int p, int r, int order, double *times, 
         if ((k->op >= 0 && ft_ctx_set_op_host_cost(sl->ctx, k->op) != FT_OK) ||
             (k->step >= 0 && ft_ctx_set_step_host_cost(sl->ctx, k->step) != FT_OK))
             rc = fail("%s", ft_ctx_errmsg(sl->ctx));
-        if (rc || measure(sl->ctx, m, sl->prof, a, w->batches[bi], w->entries[e].seq, times, s)) {
+        if (rc || measure(sl->ctx, m, w->defer ? NULL : sl->prof, a, w->batches[bi], w->entries[e].seq, times, s)) {
             record_failure(sl->ctx, s, "");
             /* the model may hold half-built state: the next point starts afresh */
             ft_model_free(m);
@@ -629,9 +400,85 @@ static int visit(sweep *w, slot *slots, int p, int r, int order, double *times, 
     cli_errors_quiet = 0;
     prov_date(s->date, sizeof s->date);
     s->have = 1;
-    print_row(w, p, s);
+    s->prof = !w->defer && a->overhead && !strcmp(s->status, "ok");
+    sweep_print_row(w, p, s);
     if (strcmp(s->status, "ok")) w->dead[p] = 1;
-    return csv ? csv_row(w, p, s) : 0;
+    return csv ? sweep_csv_row(w, p, s, SWEEP_ROW_VISIT) : 0;
+}
+
+static void print_profiled_row(const sweep *w, int p, const sample *q) {
+    char other[256], bz[32] = "-", sh[32] = "-";
+    int e, c, m, b;
+    sweep_axes(w, p, &e, &c, &m, &b);
+    other_axes(w, p, other, sizeof other);
+    if (strcmp(q->status, "ok")) {
+        printf("%-7lld %-7s %-5d profiled pass FAILED (%s): %s\n", w->batches[b], ft_mode_name(w->modes[m]), q->round,
+               q->status, q->error);
+    } else {
+        if (!isnan(q->busy_ms)) snprintf(bz, sizeof bz, "%.4f", q->busy_ms);
+        if (!isnan(q->share)) snprintf(sh, sizeof sh, "%.1f%%", 100 * q->share);
+        printf("%-7lld %-7s %-5d %-26s profiled: wall %.4f ms, kernel %s ms, overhead %s\n", w->batches[b],
+               ft_mode_name(w->modes[m]), q->round, other, q->profiled_ms, bz, sh);
+    }
+    fflush(stdout);
+}
+
+/* The deferred profiled pass of point p in round r (its visit's row is written): a row
+ * of its own in the CSV, its numbers joined to the visit's sample. A failure is that
+ * row with its status and message; the point is not profiled again. Returns 1 when
+ * the CSV could not take the row. */
+static int visit_profiled(sweep *w, slot *slots, int p, int r, int csv) {
+    const args *a = w->a;
+    int e, c, mi, bi;
+    sweep_axes(w, p, &e, &c, &mi, &bi);
+    slot *sl = &slots[e];
+    sample *s = sweep_sample(w, p, r), q;
+    sweep_sample_init(&q, r);
+    q.order = s->order;
+    q.length = s->length;
+    snprintf(q.arch, sizeof q.arch, "%s", s->arch);
+    cli_errors_quiet = 1;
+    int rc = 0;
+    if (!sl->ctx && (rc = slot_open(w, sl)) != 0) {
+        record_failure(sl->ctx, &q, "profiled pass: ");
+    } else if (slot_load(w, sl, e, mi, &rc) != 0) {
+        record_failure(sl->ctx, &q, "profiled pass, loading the model: ");
+    } else {
+        ft_model *m = sl->m[mi];
+        const sweep_cost *k = &w->costs[c];
+        if ((k->op >= 0 && ft_ctx_set_op_host_cost(sl->ctx, k->op) != FT_OK) ||
+            (k->step >= 0 && ft_ctx_set_step_host_cost(sl->ctx, k->step) != FT_OK))
+            rc = fail("%s", ft_ctx_errmsg(sl->ctx));
+        if (rc || profile_point(sl->ctx, m, sl->prof, a, w->batches[bi], w->entries[e].seq, &q)) {
+            record_failure(sl->ctx, &q, "profiled pass: ");
+            ft_model_free(m);
+            sl->m[mi] = NULL;
+        }
+    }
+    cli_errors_quiet = 0;
+    prov_date(q.date, sizeof q.date);
+    q.params = s->params;
+    q.macs = s->macs;
+    if (!strcmp(q.status, "ok")) {
+        s->profiled_ms = q.profiled_ms;
+        s->busy_ms = q.busy_ms;
+        s->overhead_ms = q.overhead_ms;
+        s->share = q.share;
+        s->dispatch_ms = q.dispatch_ms;
+        if (s->kernels < 0) s->kernels = q.kernels;
+        s->prof = 1;
+    } else {
+        s->prof = -1;
+        w->prof_dead[p] = 1;
+    }
+    print_profiled_row(w, p, &q);
+    return csv ? sweep_csv_row(w, p, &q, SWEEP_ROW_PROFILED) : 0;
+}
+
+/* Whether (p, r) still needs its deferred profiled pass. */
+static int needs_profile(const sweep *w, int p, int r) {
+    const sample *s = sweep_sample(w, p, r);
+    return w->defer && s->have && !strcmp(s->status, "ok") && !s->prof && !w->dead[p] && !w->prof_dead[p];
 }
 
 int cmd_sweep(int argc, char **argv) {
@@ -653,6 +500,8 @@ int cmd_sweep(int argc, char **argv) {
     if ((w.n_costs = parse_costs(&a, w.costs, why, sizeof why)) < 1) return usage("%s", why);
     w.rounds = a.rounds ? a.rounds : 3;
     w.n_points = w.n_entries * w.n_costs * w.n_modes * w.n_batches;
+    /* CUPTI stays loaded once a process profiles (engine/cupti.c): profile last */
+    w.defer = a.overhead && a.device == FT_DEVICE_CUDA && ft_build_info_get().cupti;
     if ((long long)w.n_points * w.rounds > 1000000)
         return usage("%d points x %d rounds is too many (at most 1000000 rows)", w.n_points, w.rounds);
     /* tools/outfiles.c: the CSV grows in place (checked now: never a special file);
@@ -675,15 +524,18 @@ int cmd_sweep(int argc, char **argv) {
     if (rc) return rc;
     w.s = (sample *)calloc((size_t)w.n_points * (size_t)w.rounds, sizeof *w.s);
     w.dead = (char *)calloc((size_t)w.n_points, 1);
+    w.prof_dead = (char *)calloc((size_t)w.n_points, 1);
     slot *slots = (slot *)calloc((size_t)w.n_entries, sizeof *slots);
     int *order = (int *)calloc((size_t)w.n_points, sizeof *order);
     double *times = (double *)calloc((size_t)a.iters, sizeof(double));
     int csv = 0; /* the CSV is started */
-    if (!w.s || !w.dead || !slots || !order || !times) rc = fail("out of host memory");
+    if (!w.s || !w.dead || !w.prof_dead || !slots || !order || !times) rc = fail("out of host memory");
     printf("rounds: %d, each visiting the %d point%s in an order shuffled by --seed %llu and the round; per visit "
            "1 untimed + %d warm-up + %d timed forwards%s\n",
            w.rounds, w.n_points, w.n_points == 1 ? "" : "s", a.seed, a.warmup, a.iters,
-           a.overhead ? " + the same number profiled" : "");
+           !a.overhead ? "" : w.defer ? "; then, after every timed visit of every round, 1 untimed + the same number "
+                                        "profiled per point and round (CUPTI stays loaded once a process profiles)"
+                                      : " + the same number profiled");
     /* every model's context (and profiler) now, so a profiler's note (another CUPTI
      * client attached: host timers only) is in the header; one that cannot be made
      * is tried again at its first visit, whose rows then say why it failed */
@@ -695,13 +547,17 @@ int cmd_sweep(int argc, char **argv) {
             printf("profiler: %s\n", ft_profiler_cupti_note(slots[e].prof));
     }
     int n_kept = 0;
-    if (!rc && a.csv) csv = !(rc = csv_open(&w, &n_kept));
-    int todo = 0;
+    if (!rc && a.csv) csv = !(rc = sweep_csv_open(&w, &n_kept));
+    int todo = 0, to_profile = 0;
     for (size_t i = 0; i < (size_t)w.n_points * (size_t)w.rounds; i++) todo += !w.s[i].have;
+    for (int p = 0; p < w.n_points; p++)
+        for (int r = 0; r < w.rounds; r++) to_profile += needs_profile(&w, p, r);
     if (!rc && n_kept) printf("resumed: %d of %d rows already in %s; measuring %d\n", n_kept, todo + n_kept, a.csv, todo);
-    if (!rc) print_header();
+    if (!rc && w.defer && n_kept) printf("resumed: %d kept row%s still without a profiled pass\n", to_profile,
+                                         to_profile == 1 ? "" : "s");
+    if (!rc) sweep_print_header();
     progress pr;
-    progress_begin(&pr, "sweep", todo);
+    progress_begin(&pr, "sweep", todo + (w.defer ? todo + to_profile : 0));
     for (int r = 0; !rc && r < w.rounds; r++) {
         int n = 0;
         for (int p = 0; p < w.n_points; p++)
@@ -716,12 +572,37 @@ int cmd_sweep(int argc, char **argv) {
             progress_step(&pr, 1, step);
         }
     }
+    /* deferred profiling: every round's profiled passes in that round's visiting order */
+    for (int r = 0; !rc && w.defer && r < w.rounds; r++) {
+        int n = 0;
+        for (int p = 0; p < w.n_points; p++)
+            if (needs_profile(&w, p, r)) order[n++] = p;
+        for (int i = 1; i < n; i++) /* by the visit's position in the round (its order column) */
+            for (int j = i; j > 0 && sweep_sample(&w, order[j - 1], r)->order > sweep_sample(&w, order[j], r)->order;
+                 j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        if (r == 0) {
+            progress_clear(&pr);
+            printf("profiled passes, after every timed visit:\n");
+        }
+        for (int k = 0; k < n; k++) {
+            char label[300], step[340];
+            sweep_point_label(&w, order[k], label, sizeof label);
+            progress_clear(&pr);
+            if ((rc = visit_profiled(&w, slots, order[k], r, csv))) break; /* the CSV is full */
+            snprintf(step, sizeof step, "profiled, round %d, %s", r, label);
+            progress_step(&pr, 1, step);
+        }
+    }
     progress_end(&pr);
     for (int e = 0; slots && e < w.n_entries; e++) slot_close(&slots[e], w.n_modes);
     if (a.csv && ft_out_csv_close() && !rc) rc = 1;
     if (!rc) sweep_print_summary(&w);
     int dead = 0;
-    for (int p = 0; w.dead && p < w.n_points; p++) dead += w.dead[p];
+    for (int p = 0; w.dead && w.prof_dead && p < w.n_points; p++) dead += w.dead[p] || w.prof_dead[p];
     if (!rc && a.json) rc = sweep_write_json(&w, json_tmp, dead);
     if (!rc) rc = outfiles_commit();
     if (!rc && dead)
@@ -729,6 +610,7 @@ int cmd_sweep(int argc, char **argv) {
                   a.csv ? a.csv : "", a.csv ? ")" : "");
     free(w.s);
     free(w.dead);
+    free(w.prof_dead);
     free(slots);
     free(order);
     free(times);

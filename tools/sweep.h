@@ -1,7 +1,7 @@
 /*
- * sweep.h - what tools/sweep.c (the command, its CSV and --resume) and
- * tools/sweep_out.c (the summary table and the JSON) share: the sweep's axes and
- * its samples, one per (point, round).
+ * sweep.h - what tools/sweep.c (the command and its measuring), tools/sweep_csv.c
+ * (its CSV and --resume) and tools/sweep_out.c (the summary table and the JSON)
+ * share: the sweep's axes and its samples, one per (point, round).
  */
 #ifndef FT_SWEEP_H
 #define FT_SWEEP_H
@@ -26,6 +26,7 @@ typedef struct sweep_cost {
 /* One point measured in one round: one CSV row. Numbers are NaN / -1 when not measured. */
 typedef struct sample {
     int have;             /* measured (or failed) in this run, or kept by --resume */
+    int prof;             /* --overhead: the profiled pass is in (1), failed (-1) or still to run (0) */
     int round, order;     /* the round, and the position of the point in that round's order */
     long long length, kernels, params, macs;
     char status[8], error[600], arch[64], date[32];
@@ -43,7 +44,17 @@ typedef struct sweep {
     int n_points;         /* entries x costs x modes x batches */
     sample *s;            /* [n_points][rounds] */
     char *dead;           /* [n_points]: failed in this run, not visited again */
+    char *prof_dead;      /* [n_points]: a deferred profiled pass failed, not profiled again */
+    int defer;            /* --overhead where profiling loads CUPTI for the rest of the process
+                           * (CUDA with CUPTI): every timed visit first, then the profiled
+                           * passes, each its own CSV row (SWEEP_ROW_PROFILED) */
 } sweep;
+
+/* The CSV's row kinds: a visit (timed forwards, and with --overhead outside deferral
+ * its profiled pass), and a deferred profiled pass (protocol "profiled", the overhead
+ * columns only). */
+enum { SWEEP_ROW_VISIT = 0, SWEEP_ROW_PROFILED = 1 };
+#define SWEEP_PROFILED_PROTOCOL "profiled"
 
 /* The point index of (entry e, cost c, mode m, batch b), and back. */
 static inline int sweep_point(const sweep *w, int e, int c, int m, int b) {
@@ -58,6 +69,20 @@ static inline void sweep_axes(const sweep *w, int p, int *e, int *c, int *m, int
     *e = p / w->n_costs;
 }
 static inline sample *sweep_sample(const sweep *w, int p, int r) { return &w->s[(size_t)p * w->rounds + r]; }
+
+/* A sample with nothing measured yet (NaN / -1), status ok. */
+void sweep_sample_init(sample *s, int round);
+/* The table on stdout: its header, a visit's row. */
+void sweep_print_header(void);
+void sweep_print_row(const sweep *w, int p, const sample *s);
+
+/* tools/sweep_csv.c: starts the CSV (--resume: keeps the reusable rows of the old
+ * file, marks their samples, says what it dropped and why; *n_kept the visits' rows
+ * kept); 0 or 1. */
+int sweep_csv_open(sweep *w, int *n_kept);
+/* One (point, round) row of a kind, appended whole (tools/outfiles.c: never a
+ * partial row); 0 or 1. */
+int sweep_csv_row(const sweep *w, int p, const sample *s, int kind);
 
 /* "2" / "" for a cost not given (the CSV's op_cost_us and step_cost_us). */
 void sweep_cost_text(double us, char *buf, size_t n);

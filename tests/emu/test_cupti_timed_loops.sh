@@ -7,11 +7,17 @@
 #   (no probe subscription when the profiler is made);
 # - `ftengine bench --phases` times its forwards before that window: the calls
 #   made before the session at least match the traced (profiled) ones;
+# - `ftengine sweep --overhead` times every visit of every round before its
+#   profiled passes (tools/sweep.c defers them on CUDA with CUPTI): the calls
+#   made before the one session at least match the traced ones; its CSV has
+#   every visit's row before the profiled-pass rows (protocol "profiled"), one
+#   of each per point and round, and --resume of a sweep cut off among its
+#   profiled passes runs only the missing ones;
 # - the unprofiled commands the GPU session times its headline numbers with
 #   (`bench` without --phases, `sweep` without --overhead) never load CUPTI.
-# `sweep --overhead` and framework_tax profile after each point, so their
-# later timed points run in a process whose CUPTI session is on: the GPU
-# session takes timings from separate unprofiled processes (docs/gpu_session.md).
+# framework_tax profiles after each point, so its later timed points run in a
+# process whose CUPTI session is on: the GPU session takes timings from
+# separate unprofiled processes (docs/gpu_session.md).
 # Built into build/emu/tests/ by tests/emu/emu.mk; prints a RESULT line.
 B=${FT_BUILD:-build}/emu
 pass=0
@@ -63,9 +69,41 @@ check "bench (headline: no CUPTI at all)" 0 none \
 check "sweep without --overhead (headline curve: no CUPTI at all)" 0 none \
     "$B/ftengine" sweep tests/golden/bert --device cuda --dtype fp16 --protocol paper --iters 1 --warmup 0 \
     --batches 1,2 --rounds 1
-check "sweep --overhead (one session for every profiled point)" 1 any \
+sweep_overhead() {
     "$B/ftengine" sweep tests/golden/bert --device cuda --dtype fp16 --protocol paper --overhead --iters 1 \
-    --warmup 0 --batches 1,2 --rounds 1
+        --warmup 1 --batches 1,2 --rounds 2 --csv "$tmp/s.csv" "$@"
+}
+check "sweep --overhead (every timed visit before the one session)" 1 before sweep_overhead
+
+# rows_ok CSV: 12 visit rows (3 modes x 2 batches x 2 rounds), then 12 profiled-pass
+# rows; the protocol is the 8th column (no quoted field before it)
+rows_ok() {
+    awk -F, 'NR > 1 { if ($8 == "profiled") { p++ } else { v++; if (p) late++ } }
+             END { exit !(v == 12 && p == 12 && !late) }' "$1"
+}
+name="sweep --overhead CSV: the visits' rows, then one profiled-pass row per point and round"
+if rows_ok "$tmp/s.csv"; then
+    echo "ok   $name"
+    pass=$((pass + 1))
+else
+    echo "FAIL $name"
+    cut -d, -f5-8 "$tmp/s.csv"
+    fail=$((fail + 1))
+fi
+# cut off after the visits and 3 profiled passes: --resume runs the 9 missing ones only
+head -n 16 "$tmp/s.csv" >"$tmp/cut.csv" && mv "$tmp/cut.csv" "$tmp/s.csv"
+name="sweep --overhead --resume after a cut among the profiled passes: only those run"
+if FT_EMU_CUPTI_REPORT=1 FT_EMU_LT_ALGOS=1 sweep_overhead --resume >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "measuring 0$" "$tmp/out" && grep -q "^resumed: 9 kept rows still without a profiled pass" "$tmp/out" &&
+    [ "$(grep -c ' profiled: wall ' "$tmp/out")" -eq 9 ] && rows_ok "$tmp/s.csv" &&
+    grep -q "^fake CUPTI: 1 subscriptions, 1 sessions" "$tmp/err"; then
+    echo "ok   $name"
+    pass=$((pass + 1))
+else
+    echo "FAIL $name"
+    tail -n 15 "$tmp/out" "$tmp/err"
+    fail=$((fail + 1))
+fi
 check "framework_tax (one session for every profiled pass)" 1 any "$B/examples/framework_tax" tests/golden/bert cuda 1
 echo "RESULT: $pass passed, $fail failed, 0 skipped"
 [ $fail -eq 0 ]
