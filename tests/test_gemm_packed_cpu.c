@@ -194,7 +194,8 @@ static void test_plan_prepacked_weights(void) {
     free(px);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
     (void)ft_test_golden_dir; /* the harness helper is unused here */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
@@ -203,6 +204,10 @@ int main(void) {
     RUN(test_sgemm_fused_epilogue);
     RUN(test_sgemm_packed);
     RUN(test_plan_prepacked_weights);
+    if (!is_test_child()) {
+        gemm_test_self = argv[0];
+        RUN(test_other_kernels);
+    }
     ft_ctx_free(ctx);
     return ft_test_finish();
 }
