@@ -228,7 +228,7 @@ $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 # the report's Python (bench/report.py ...): standard library only, figures skipped without matplotlib;
 # bench/cpu_vs_torch.py's torch models and their golden check: skipped without torch
 PY_TESTS := $(if $(shell command -v python3 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py \
-              bench/test_torch_zoo_vision_a.py)
+              bench/test_torch_zoo_vision_a.py bench/test_gemm_peers.py)
 
 test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)

@@ -11,9 +11,10 @@ Each round runs gemm_shapes once (every shape, ftengine and OpenBLAS interleaved
 shape) and then gemm_ort.js once (every shape); per (shape, implementation) the best
 call over all rounds is kept, by the wall clock and by the process's CPU time. On a
 shared, loaded host the wall clock of a call stretches with other processes' load
-while its CPU time does not, so at one thread GFLOP per CPU second is the fair column;
-at two threads CPU time also counts the time a waiting thread spins, so the wall
-column (best of all calls) is the one to read there.
+while its CPU time does not, so at one thread GFLOP per CPU second is the fair column.
+With more threads the process CPU clock does not see the other threads' running time
+until they are descheduled (and counts spinning), so there the best wall-clock call
+of many is the figure, and it needs more rounds on a loaded host.
 
 ONNX models (Y = X @ W, W an initializer) are written with the onnx module; without
 it, or without node and onnxruntime-node, the ORT column is left out with a line
@@ -70,7 +71,10 @@ def gflops(r, col):
 
 
 def render(best, threads_list, impls):
-    """Markdown: per thread count, GFLOP/s (best wall) and GFLOP per CPU second per impl."""
+    """Markdown tables, one per thread count. At one thread each cell is GFLOP/s by the
+    best wall-clock call / GFLOP per CPU-second of the best call, and ft/ort compares
+    the CPU figures; with more threads the process CPU clock under-counts the other
+    threads' running time, so cells and ratio are by the best wall-clock call only."""
     out = []
     for t in threads_list:
         shapes = []
@@ -78,22 +82,31 @@ def render(best, threads_list, impls):
             if tt == t and s not in shapes:
                 shapes.append(s)
         present = [i for i in impls if any((t, s, i) in best for s in shapes)]
-        out.append(f"\n{t} thread{'s' if t > 1 else ''}: GFLOP/s by the best wall-clock call "
-                   "/ GFLOP per CPU-second of the best call\n")
-        hdr = "| shape | M x N x K | " + " | ".join(present)
+        col = "cpu_ms" if t == 1 else "best_ms"
+        if t == 1:
+            out.append("\n1 thread: GFLOP/s by the best wall-clock call / GFLOP per CPU-second "
+                       "of the best call\n")
+        else:
+            out.append(f"\n{t} threads: GFLOP/s by the best wall-clock call\n")
         ratio = "ft" in present and "ort" in present
-        out.append(hdr + (" | ft/ort (cpu) |" if ratio else " |"))
+        out.append("| shape | M x N x K | " + " | ".join(present) +
+                   (f" | ft/ort ({'cpu' if t == 1 else 'wall'}) |" if ratio else " |"))
         out.append("| --- | --- |" + " --- |" * (len(present) + (1 if ratio else 0)))
         for s in shapes:
             any_r = next(best[(t, s, i)] for i in present if (t, s, i) in best)
             cells = []
             for i in present:
                 r = best.get((t, s, i))
-                cells.append(f"{gflops(r, 'best_ms'):.0f} / {gflops(r, 'cpu_ms'):.0f}" if r else "-")
+                if not r:
+                    cells.append("-")
+                elif t == 1:
+                    cells.append(f"{gflops(r, 'best_ms'):.0f} / {gflops(r, 'cpu_ms'):.0f}")
+                else:
+                    cells.append(f"{gflops(r, 'best_ms'):.0f}")
             line = f"| {s} | {any_r['m']} x {any_r['n']} x {any_r['k']} | " + " | ".join(cells) + " |"
             if ratio:
                 a, b = best.get((t, s, "ft")), best.get((t, s, "ort"))
-                line += f" {gflops(a, 'cpu_ms') / gflops(b, 'cpu_ms'):.2f} |" if a and b else " - |"
+                line += f" {gflops(a, col) / gflops(b, col):.2f} |" if a and b else " - |"
             out.append(line)
     return "\n".join(out)
 
