@@ -1,6 +1,7 @@
 /*
- * pack_cache.c - eager mode's cache of linear weights packed in the SGEMM's
- * panel layout, per context (graph and static plans pack once per plan instead,
+ * pack_cache.c - eager mode's cache of weights packed in the SGEMM's panel
+ * layouts, per context: linear weights as B panels, convolution weights as A
+ * panels per group (graph and static plans pack once per plan instead,
  * ft_cpu_prepack).
  *
  * The key. A data pointer alone is not safe: eager activations are reused at the
@@ -32,7 +33,9 @@ typedef struct pc_entry {
     uint64_t version;
     const void *data;
     ft_dtype dtype;
-    int64_t ne[2], nb[2];
+    int ndim;
+    int64_t ne[FT_MAX_DIMS], nb[FT_MAX_DIMS];
+    int64_t groups; /* 0: a linear weight's B panels; else a convolution's A panels per group */
     ft_cpu_packed_b *p;
     size_t bytes;
     uint64_t used; /* LRU clock */
@@ -78,22 +81,28 @@ static void evict(struct ft_cpu_pack_cache *c, size_t more) {
     }
 }
 
-static bool key_matches(const pc_entry *e, const ft_tensor *w) {
-    return e->block == w->block && e->version == w->block->version && e->data == w->data && e->dtype == w->dtype && e->ne[0] == w->ne[0] &&
-           e->ne[1] == w->ne[1] && e->nb[0] == w->nb[0] && e->nb[1] == w->nb[1];
+static bool key_matches(const pc_entry *e, const ft_tensor *w, int64_t groups) {
+    if (e->block != w->block || e->version != w->block->version || e->data != w->data ||
+        e->dtype != w->dtype || e->ndim != w->ndim || e->groups != groups)
+        return false;
+    for (int d = 0; d < w->ndim; d++)
+        if (e->ne[d] != w->ne[d] || e->nb[d] != w->nb[d]) return false;
+    return true;
 }
 
-const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w) {
+/* w's panels from the cache, packed on a miss: B panels of W^T (groups 0, a
+ * linear weight [N, K]) or A panels per group (a convolution weight [Cout, ...]) */
+static const ft_cpu_packed_b *cache_get(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
     if (!w || !w->data || !(w->flags & FT_TF_WEIGHT) || !w->block ||
-        w->block->version == 0 || (w->flags & FT_TF_RELEASED) || w->ndim != 2 ||
-        !ft_dtype_is_float(w->dtype) || w->device != FT_DEVICE_CPU)
+        w->block->version == 0 || (w->flags & FT_TF_RELEASED) || w->ndim < 2 || w->ndim > FT_MAX_DIMS ||
+        !ft_dtype_is_float(w->dtype) || w->device != FT_DEVICE_CPU || groups < 0)
         return NULL;
     struct ft_cpu_pack_cache *c = cache_of(ctx);
     if (!c || c->limit == 0) return NULL;
     int stale = -1;
     for (int i = 0; i < c->n; i++) {
         if (c->e[i].w != w) continue;
-        if (key_matches(&c->e[i], w)) {
+        if (key_matches(&c->e[i], w, groups)) {
             c->e[i].used = ++c->clock;
             __atomic_fetch_add(&n_hits, 1, __ATOMIC_RELAXED);
             return c->e[i].p;
@@ -102,9 +111,10 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     }
     if (stale >= 0) drop_at(c, stale);
     __atomic_fetch_add(&n_misses, 1, __ATOMIC_RELAXED);
-    int64_t n = w->ne[0], k = w->ne[1];
-    if (n <= 0 || k <= 0) return NULL;
-    size_t bytes = (size_t)((n + 15) / 16 * 16) * (size_t)k * sizeof(float);
+    int64_t n = w->ne[0], k = n > 0 ? ft_numel(w) / n : 0;
+    if (n <= 0 || k <= 0 || (groups > 0 && n % groups)) return NULL;
+    /* an upper bound before packing (rows or columns padded to 16) */
+    size_t bytes = (size_t)((n + 15 + 16 * (groups > 0 ? groups : 0)) / 16 * 16) * (size_t)k * sizeof(float);
     /* full: this weight is packed per call. No eviction: a forward walks its weights
      * in the same cycle every time, and least-recently-used would drop each one
      * just before it is needed again, paying a pack and an allocation per call */
@@ -122,18 +132,32 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w)
     ft_cpu_f32 fw = {0};
     ft_cpu_packed_b *p = NULL;
     if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) == 0) {
-        /* W [N, K] is op(B) = W^T */
-        p = ft_cpu_pack_b(true, k, n, fw.p, k);
+        if (groups == 0) /* W [N, K] is op(B) = W^T */
+            p = ft_cpu_pack_b(true, k, n, fw.p, k);
+        else /* W [Cout, K]: Cout / groups rows per group */
+            p = ft_cpu_pack_a_groups(groups, n / groups, k, fw.p, k);
         ft_cpu_f32_release(&fw);
     }
     ft_cpu_scratch_swap(sc);
     if (!p) return NULL;
     p->src = w->data;
     pc_entry *e = &c->e[c->n++];
-    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, {w->ne[0], w->ne[1]}, {w->nb[0], w->nb[1]}, p,
-                    (size_t)(p->npad * p->k) * sizeof(float), ++c->clock};
+    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, w->ndim, {0}, {0}, groups, p,
+                    (size_t)(p->npad * p->k * p->groups) * sizeof(float), ++c->clock};
+    for (int d = 0; d < w->ndim; d++) {
+        e->ne[d] = w->ne[d];
+        e->nb[d] = w->nb[d];
+    }
     c->bytes += e->bytes;
     return p;
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w) {
+    return w && w->ndim == 2 ? cache_get(ctx, w, 0) : NULL;
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_conv(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
+    return groups > 0 ? cache_get(ctx, w, groups) : NULL;
 }
 
 void ft_cpu_pack_cache_drop(ft_ctx *ctx, const ft_tensor *w) {
