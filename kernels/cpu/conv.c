@@ -11,6 +11,7 @@
  */
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "nchwc.h"
 #include "pack_cache.h"
 #include "scratch.h"
 #include "../../engine/ft_checked.h"
@@ -175,6 +176,8 @@ FT_CPU_KERNEL_DEF(conv1d) {
 }
 
 FT_CPU_KERNEL_DEF(conv2d) {
+    /* a graph plan's blocked-channel node: the direct kernel (nchwc_conv.c) */
+    if (dst->flags & FT_TF_NCHWC) return ft_cpu_nchwc_conv2d(ctx, dst);
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
     conv_geom g = {.batch = x->ne[0], .cin = x->ne[1], .cout = w->ne[0], .groups = p->groups,

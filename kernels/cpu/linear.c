@@ -7,6 +7,7 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "nchwc.h"
 #include "pack_cache.h"
 #include "vrow.h"
 
@@ -79,7 +80,9 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
         !ft_dtype_is_float(w->dtype))
         return FT_OK;
     if (n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D) {
-        if (ft_cpu_conv_prepack(ctx, n)) {
+        ft_cpu_set_threads(ctx->cpu_threads);
+        bool done = (n->flags & FT_TF_NCHWC) ? ft_cpu_nchwc_conv_prepack(n) : ft_cpu_conv_prepack(ctx, n);
+        if (done) {
 #pragma omp atomic
             prepacks_made++;
         }
@@ -103,7 +106,8 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
 void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
     if (n->op != FT_OP_LINEAR && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D) return;
-    ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
+    if (*(const uint32_t *)n->extra == FT_CPU_NCHWC_W_MAGIC) ft_cpu_nchwc_w_free((ft_cpu_nchwc_w *)n->extra);
+    else ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
     n->extra = NULL;
 }
 
