@@ -484,13 +484,14 @@ typedef struct pass_def {
 
 /* folding first so later patterns see weights; affine maps into GEMMs before
  * the QKV merge stacks the GEMMs they make; epilogues after attention and
- * QKV so a merged GEMM still gets its bias; elementwise chains last, on what
- * no other fusion took; dead-node elimination (always) first and last */
+ * QKV so a merged GEMM still gets its bias; elementwise chains on what no
+ * other fusion took; the blocked-channel layout (CPU) last, on the fused
+ * convolutions; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
     {"conv_bn", ft_pass_conv_bn},   {"affine", ft_pass_affine},     {"attention", ft_pass_attention},
     {"qkv", ft_pass_qkv},           {"epilogue", ft_pass_epilogue}, {"ln_residual", ft_pass_ln_residual},
-    {"eltwise", ft_pass_eltwise},   {"dce", ft_pass_dce},
+    {"eltwise", ft_pass_eltwise},   {"nchwc", ft_pass_nchwc},       {"dce", ft_pass_dce},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 
@@ -506,7 +507,7 @@ static ft_status disabled_passes(ft_ctx *ctx, bool *off) {
         if (len && !found)
             return ft_set_error(ctx, FT_ERR_INVALID_ARG,
                                 "FT_DISABLE_PASSES: unknown pass '%.*s' (fold, nonorm, conv_bn, affine, "
-                                "attention, qkv, epilogue, ln_residual, eltwise)",
+                                "attention, qkv, epilogue, ln_residual, eltwise, nchwc)",
                                 (int)(len < 64 ? len : 64), p);
         p += len + (p[len] == ',');
     }

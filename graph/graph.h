@@ -37,6 +37,7 @@ typedef struct ft_graph_io {
 /* What each pass did, for the tests and the --profile report. */
 typedef struct ft_pass_counts {
     int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn, affine;
+    int nchwc, nchwc_reorders; /* nodes made blocked-channel, reorders at the region edges */
 } ft_pass_counts;
 
 /* Weights made at plan time (stacked QKV weights, conv+BN folded weights)
@@ -159,6 +160,7 @@ int ft_pass_attention(ft_graph *g);     /* matmul -> softmax -> matmul into one 
 int ft_pass_epilogue(ft_graph *g);      /* linear + residual add, linear + activation */
 int ft_pass_ln_residual(ft_graph *g);   /* add -> layernorm into layernorm(x, residual) */
 int ft_pass_eltwise(ft_graph *g);       /* chains of elementwise ops into one kernel */
+int ft_pass_nchwc(ft_graph *g);         /* CPU: CNN activations in the blocked-channel layout */
 
 /* Runs every pass in order (unless FT_DISABLE_FUSION=1: DCE only). */
 ft_status ft_graph_optimize(ft_graph *g);

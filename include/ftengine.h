@@ -495,6 +495,9 @@ typedef struct ft_graph_stats {
     /* cache */
     int plans_cached;
     uint64_t plan_hits, plan_misses, plan_evictions;
+    /* CPU plans: nodes run in the blocked-channel layout (NCHWc) and the reorders
+     * at the edges of those regions (docs/cpu_backend.md) */
+    int nchwc_nodes, nchwc_reorders;
 } ft_graph_stats;
 
 /**

@@ -320,22 +320,33 @@ static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t b1, int64_
         }
         return nt;
     }
+    /* the first block's taps (the window pattern), then every later block's as
+     * the same pointers one input plane on (the zero block stays), so the
+     * bounds are worked out once per tile, not once per block */
     const int64_t plane = g->h * g->w, kk = g->kh * g->kw;
-    for (int64_t b = b0; b < b1; b++) {
-        const int64_t bw = g->cin - b * C16 < C16 ? g->cin - b * C16 : C16;
-        const float *xb = r->x + (n * r->cib + b) * plane * C16;
-        for (int64_t ky = 0; ky < g->kh; ky++)
-            for (int64_t kx = 0; kx < g->kw; kx++) {
-                bool any = false;
-                for (int j = 0; j < npx; j++) {
-                    int64_t ih = ih0[j] + ky, iw = iw0[j] + kx;
-                    bool in = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w;
-                    xp[nt * npx + j] = in ? xb + (ih * g->w + iw) * bw : dc_zeros;
-                    any |= in;
-                }
-                if (!any) continue;
-                wp[nt++] = r->w + (b * kk + ky * g->kw + kx) * C16 * CG;
+    const int64_t bw0 = g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16;
+    const float *xb = r->x + (n * r->cib + b0) * plane * C16;
+    int64_t tap[TAPS_MAX];
+    for (int64_t ky = 0; ky < g->kh; ky++)
+        for (int64_t kx = 0; kx < g->kw; kx++) {
+            bool any = false;
+            for (int j = 0; j < npx; j++) {
+                int64_t ih = ih0[j] + ky, iw = iw0[j] + kx;
+                bool in = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w;
+                xp[nt * npx + j] = in ? xb + (ih * g->w + iw) * bw0 : dc_zeros;
+                any |= in;
             }
+            if (any) tap[nt++] = ky * g->kw + kx;
+        }
+    const int per = nt;
+    for (int t = 0; t < per; t++) wp[t] = r->w + (b0 * kk + tap[t]) * C16 * CG;
+    for (int64_t b = b0 + 1; b < b1; b++) {
+        /* full blocks only here: a narrower last block is a chunk of its own */
+        const int64_t off = (b - b0) * plane * C16;
+        const float **dst = xp + (b - b0) * per * npx;
+        for (int e = 0; e < per * npx; e++) dst[e] = xp[e] == dc_zeros ? dc_zeros : xp[e] + off;
+        for (int t = 0; t < per; t++) wp[(b - b0) * per + t] = r->w + (b * kk + tap[t]) * C16 * CG;
+        nt += per;
     }
     return nt;
 }
