@@ -7,6 +7,7 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "gemm_micro.h"
 #include "nchwc.h"
 #include "pack_cache.h"
 #include "vrow.h"
@@ -226,14 +227,6 @@ done:
 /* attention                                                                 */
 /* ------------------------------------------------------------------------- */
 
-/* Rows of the score matrix handled at once, so the scratch stays ~4 MiB. */
-static int64_t score_rows(int64_t sq, int64_t sk) {
-    int64_t r = (int64_t)1 << 20;
-    r = sk > 0 ? r / sk : sq;
-    if (r < 1) r = 1;
-    return r < sq ? r : sq;
-}
-
 typedef struct attn_args {
     const float *q, *k, *v;  /* f32 bases */
     int64_t qs[3], ks[3], vs[3]; /* element strides of B, H, S */
@@ -243,6 +236,7 @@ typedef struct attn_args {
     int64_t os[3];           /* its strides over B, H, Sq (the last is 1) */
     int64_t h, sq, sk, d, dv;
     float scale;
+    int64_t qb;              /* query rows per block (a multiple of the micro-tile's rows) */
 } attn_args;
 
 /* max-subtracted softmax of one score row, mask added first; every key masked
@@ -264,24 +258,60 @@ static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
     ft_cpu_row_softmax(s, sk);
 }
 
-/* rows [i0, i0+ni) of head (b, hh); s is scratch [ni, Sk]. 0 or -1 (OOM). */
-static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int64_t ni, float *s) {
-    const float *q = A->q + b * A->qs[0] + hh * A->qs[1] + i0 * A->qs[2];
+static int64_t rup(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Floats of one thread's attention scratch: K^T and V packed for a head, then a
+ * query block's Q slivers, scores [qb, Sk] and probability slivers. */
+static int64_t attn_floats(const attn_args *A, int mr) {
+    int64_t skp = rup(A->sk, FT_CPU_GEMM_NR), qbp = rup(A->qb, mr);
+    return A->d * skp + A->sk * rup(A->dv, FT_CPU_GEMM_NR) + qbp * A->d + 2 * qbp * A->sk;
+}
+
+/*
+ * Rows [i0, i1) of head (b, hh), one query block of A->qb rows at a time, all on
+ * the SGEMM's micro-kernels: K^T and V are packed once for the head, then per
+ * block S [qb, Sk] = scale Q K^T, the masked softmax of each row, O = P V written
+ * straight into the output. Only a [qb, Sk] block of scores exists (cache
+ * resident), never [Sq, Sk]. The products are summed in the order the blocked
+ * SGEMM sums them (one depth block up to its kc), so for Sk within one depth
+ * block the result is the unfused path's to the bit.
+ */
+static void attn_rows(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int64_t i1, float *buf) {
+    const ft_cpu_gemm_kern *kr = ft_cpu_gemm_kern_get();
+    const int mr = kr->mr;
+    const int64_t NR = FT_CPU_GEMM_NR, TW = kr->ncols, sk = A->sk, d = A->d, dv = A->dv;
+    const int64_t skp = rup(sk, NR), qbp = rup(A->qb, mr);
+    const float *q = A->q + b * A->qs[0] + hh * A->qs[1];
     const float *k = A->k + b * A->ks[0] + hh * A->ks[1];
     const float *v = A->v + b * A->vs[0] + hh * A->vs[1];
-    float *o = A->out + b * A->os[0] + hh * A->os[1] + i0 * A->os[2];
-    /* s [ni, Sk] = scale * q [ni, D] k^T, k rows [Sk, D] */
-    if (ft_cpu_sgemm(false, true, ni, A->sk, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f, s,
-                     A->sk))
-        return -1;
-    for (int64_t i = 0; i < ni; i++) {
-        const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (i0 + i) * A->ms[2]
-                                 : NULL;
-        softmax_row(s + i * A->sk, A->sk, m, A->ms[3]);
+    float *o = A->out + b * A->os[0] + hh * A->os[1];
+    float *kt = buf, *vp = kt + d * skp, *qp = vp + sk * rup(dv, NR), *s = qp + qbp * d, *pp = s + qbp * sk;
+    /* op(B) slivers: K^T [D][Sk] for the scores, V [Sk][Dv] for the output */
+    ft_cpu_gemm_pack_b(true, k, A->ks[2], 0, 0, d, sk, kt);
+    ft_cpu_gemm_pack_b(false, v, A->vs[2], 0, 0, sk, dv, vp);
+    for (int64_t r0 = i0; r0 < i1; r0 += A->qb) {
+        const int64_t nq = i1 - r0 < A->qb ? i1 - r0 : A->qb;
+        /* S [nq, Sk] = scale Q K^T (the scale folded into Q's slivers, as the SGEMM folds alpha) */
+        ft_cpu_gemm_pack_a(false, q, A->qs[2], r0, 0, nq, d, A->scale, mr, qp);
+        for (int64_t jr = 0; jr < sk; jr += TW) {
+            const int nr = (int)(sk - jr < TW ? sk - jr : TW);
+            for (int64_t ir = 0; ir < nq; ir += mr)
+                (nr > NR ? kr->fn : kr->fn16)(d, qp + ir * d, kt + jr * d, s + ir * sk + jr, sk, 0.0f,
+                                              (int)(nq - ir < mr ? nq - ir : mr), nr);
+        }
+        for (int64_t i = 0; i < nq; i++) {
+            const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (r0 + i) * A->ms[2] : NULL;
+            softmax_row(s + i * sk, sk, m, A->ms[3]);
+        }
+        /* O [nq, Dv] = P [nq, Sk] V, into the output rows */
+        ft_cpu_gemm_pack_a(false, s, sk, 0, 0, nq, sk, 1.0f, mr, pp);
+        for (int64_t jr = 0; jr < dv; jr += TW) {
+            const int nr = (int)(dv - jr < TW ? dv - jr : TW);
+            for (int64_t ir = 0; ir < nq; ir += mr)
+                (nr > NR ? kr->fn : kr->fn16)(sk, pp + ir * sk, vp + jr * sk, o + (r0 + ir) * A->os[2] + jr,
+                                              A->os[2], 0.0f, (int)(nq - ir < mr ? nq - ir : mr), nr);
+        }
     }
-    /* o [ni, Dv] = s [ni, Sk] v [Sk, Dv] */
-    return ft_cpu_sgemm(false, false, ni, A->dv, A->sk, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o,
-                        A->os[2]);
 }
 
 FT_CPU_KERNEL_DEF(attention) {
@@ -301,9 +331,8 @@ FT_CPU_KERNEL_DEF(attention) {
     const ft_tensor *qkv[3] = {q, k, v};
     ft_cpu_f32 *f[3] = {&fq, &fk, &fv};
     int64_t *strides[3] = {A.qs, A.ks, A.vs};
-    ft_cpu_buf yb, sb = {0};
+    ft_cpu_buf yb;
     float *y = out_f32(dst, &yb);
-    float *scratch = NULL;
     int st = FT_OK;
     if (!y) {
         st = oom(ctx, "attention");
@@ -347,48 +376,44 @@ FT_CPU_KERNEL_DEF(attention) {
         }
     }
 
-    int64_t rb = score_rows(A.sq, A.sk);
-    int64_t nblk = A.sq > 0 ? (A.sq + rb - 1) / rb : 0;
-    int64_t tasks = nb_ * A.h * nblk;
+    /* query blocks whose scores [qb, Sk] stay within ~64 KiB */
+    const int mr = ft_cpu_gemm_kern_get()->mr;
+    A.qb = (16384 / (A.sk > 0 ? A.sk : 1)) / mr * mr;
+    A.qb = A.qb < mr ? mr : A.qb > 64 ? 64 : A.qb;
+    const int64_t heads = nb_ * A.h, nqb = A.sq > 0 ? (A.sq + A.qb - 1) / A.qb : 0;
     int nt = ft_cpu_gemm_threads();
-    if (tasks <= 0) goto done;
-    if (nt > 1 && tasks >= nt) {
-        /* one head block per thread, each GEMM single-threaded */
-        int failed = 0;
-        ft_cpu_scratch *sc = ft_cpu_scratch_cur();
-#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
-        {
-            /* this thread's rows and GEMM buffers from the kernel's scratch */
-            ft_cpu_scratch *prev = ft_cpu_scratch_swap(sc);
-            ft_cpu_buf tb;
-            float *s = ft_cpu_buf_get(&tb, sc, FT_SCR_ATTN, (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
-            if (!s) failed = 1;
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t t = 0; t < tasks; t++) {
-                if (!s) continue;
-                int64_t blk = t % nblk, bh = t / nblk;
-                int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
-                if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, s)) failed = 1;
-            }
-            ft_cpu_buf_put(&tb);
-            ft_cpu_scratch_swap(prev);
-        }
-        if (failed) st = oom(ctx, "attention");
-    } else {
-        scratch = ft_cpu_buf_get(&sb, ft_cpu_scratch_cur(), FT_SCR_ATTN,
-                                 (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
-        if (!scratch) {
-            st = oom(ctx, "attention");
-            goto done;
-        }
-        for (int64_t t = 0; t < tasks && st == FT_OK; t++) {
-            int64_t blk = t % nblk, bh = t / nblk;
-            int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
-            if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, scratch)) st = oom(ctx, "attention");
-        }
+    if (heads <= 0 || nqb <= 0 || A.sk <= 0) {
+        /* no keys: an empty weighted sum, zeros (as PyTorch's softmax-then-matmul gives) */
+        if (heads > 0 && nqb > 0)
+            for (int64_t bh = 0; bh < heads; bh++)
+                for (int64_t i = 0; i < A.sq; i++)
+                    for (int64_t j = 0; j < A.dv; j++)
+                        A.out[(bh / A.h) * A.os[0] + (bh % A.h) * A.os[1] + i * A.os[2] + j] = 0.0f;
+        goto done;
     }
+    /* one task per head (K and V packed once), or per query block of a head when
+     * there are too few heads for the team (each packs its head's K and V) */
+    const int64_t split = nt > 1 && heads < 2 * nt ? nqb : 1, tasks = heads * split;
+    const size_t bytes = (size_t)attn_floats(&A, mr) * sizeof(float);
+    ft_cpu_scratch *sc = ft_cpu_scratch_cur();
+    int failed = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1 && tasks > 1) reduction(| : failed)
+    {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
+        ft_cpu_buf tb;
+        float *buf = ft_cpu_buf_get(&tb, sc, FT_SCR_ATTN, bytes);
+        if (!buf) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < tasks; t++) {
+            if (!buf) continue;
+            const int64_t bh = t / split, blk = t % split;
+            const int64_t i0 = split > 1 ? blk * A.qb : 0, i1 = split > 1 ? (i0 + A.qb < A.sq ? i0 + A.qb : A.sq) : A.sq;
+            attn_rows(&A, bh / A.h, bh % A.h, i0, i1, buf);
+        }
+        ft_cpu_buf_put(&tb);
+    }
+    if (failed) st = oom(ctx, "attention");
 done:
-    ft_cpu_buf_put(&sb);
     ft_cpu_f32_release(&fq);
     ft_cpu_f32_release(&fk);
     ft_cpu_f32_release(&fv);
