@@ -235,6 +235,53 @@ static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, i
     }
 }
 
+/*
+ * A product with B packed once (a weight) on nt threads, robust to a thread
+ * the OS takes away for a while (a busy host): each thread packs all of A once
+ * (as the static column split does) and the columns are then taken in chunks
+ * of whole tiles, dynamically, so the other thread finishes the work of one
+ * that lost its core instead of waiting for it at the join. Same tiles, same
+ * depth blocks, so the same result to the bit as the static split. Returns 1
+ * (declined: the packed A would not fit the scratch budget, or too few tiles),
+ * else 0 or -1 (out of memory).
+ */
+static int sgemm_dynamic(gemm_kernel kr, ft_cpu_scratch *sc, int nt, bool ta, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, float beta, float *c, int64_t ldc,
+                         const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre) {
+    const int64_t tw = kr->ncols, ntl = (n + tw - 1) / tw, mpad = round_up(m, kr->mr);
+    const size_t abytes = (size_t)(mpad * k) * sizeof(float);
+    if (ntl < 2 * nt || abytes > ((size_t)4 << 20)) return 1;
+    const int64_t chunks = ntl < 4 * nt ? ntl : 4 * nt, KC = kr->kc, MC = kr->mc;
+    int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+    {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
+        ft_cpu_buf ab;
+        float *ap = ft_cpu_buf_get(&ab, sc, FT_SCR_GEMM_AP, abytes);
+        if (!ap) failed = 1;
+        /* A's panels for every (depth, row) block, laid out as ft_cpu_pack_a's */
+        for (int64_t pc = 0; ap && pc < k; pc += KC) {
+            const int64_t kc = k - pc < KC ? k - pc : KC;
+            for (int64_t ic = 0; ic < m; ic += MC)
+                ft_cpu_gemm_pack_a(ta, a, lda, ic, pc, m - ic < MC ? m - ic : MC, kc, alpha, kr->mr,
+                                   ap + pc * mpad + ic * kc);
+        }
+        ft_cpu_packed_b pa = {0, k, m, mpad, ap, NULL, kr->mr, 1};
+        gemm_bufs bf = {0}; /* both operands come packed: no packing buffers */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            if (!ap) continue;
+            const int64_t j0 = ch * ntl / chunks * tw, j1 = (ch + 1) * ntl / chunks * tw;
+            const int64_t nj = (j1 < n ? j1 : n) - j0;
+            if (nj > 0)
+                gemm_serial(kr, ta, false, m, nj, k, alpha, NULL, lda, NULL, 0, beta, c + j0, ldc, &bf, ep, 0, j0,
+                            pre, &pa, NULL);
+        }
+        ft_cpu_buf_put(&ab);
+    }
+    return failed ? -1 : 0;
+}
+
 static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                       const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre,
@@ -257,6 +304,10 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
         choose_grid_tiles(nt, m, n, k, kr->mr, kr->ncols, prea != NULL, cv != NULL, &tm, &tn);
     else if (nt > 1)
         choose_grid(nt, m, n, k, kr->mr, kr->ncols, &tm, &tn);
+    if (nt > 1 && pre && !prea && !cv && tn == nt && k > 0) {
+        int r = sgemm_dynamic(kr, sc, nt, ta, m, n, k, alpha, a, lda, beta, c, ldc, ep, pre);
+        if (r != 1) return r;
+    }
     if (tm * tn == 1) {
         gemm_bufs bf;
         if (bufs_alloc(&bf, sc, pre ? 0 : n, k)) return -1;
