@@ -9,12 +9,13 @@ in alternating rounds, at each thread count asked for.
 
 Each round runs gemm_shapes once (every shape, ftengine and OpenBLAS interleaved per
 shape) and then gemm_ort.js once (every shape); per (shape, implementation) the best
-call over all rounds is kept, by the wall clock and by the process's CPU time. On a
-shared, loaded host the wall clock of a call stretches with other processes' load
-while its CPU time does not, so at one thread GFLOP per CPU second is the fair column.
-With more threads the process CPU clock does not see the other threads' running time
-until they are descheduled (and counts spinning), so there the best wall-clock call
-of many is the figure, and it needs more rounds on a loaded host.
+call over all rounds is kept, by the wall clock and by CPU time (ftengine and
+OpenBLAS: the OpenMP team's, each thread reading its own clock; ORT: the process's).
+On a shared, loaded host the wall clock of a call stretches with other processes'
+load while its CPU time does not, so at one thread GFLOP per CPU second is the fair
+column. With more threads CPU time counts spinning (and the process clock of the ORT
+side under-counts running threads), so there the best wall-clock call of many is the
+figure, and it needs more rounds on a loaded host.
 
 ONNX models (Y = X @ W, W an initializer) are written with the onnx module; without
 it, or without node and onnxruntime-node, the ORT column is left out with a line

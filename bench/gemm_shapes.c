@@ -16,9 +16,11 @@
  * openblas = cblas_sgemm(RowMajor, NoTrans, Trans) on the same x and W, which
  * packs both operands per call. Each round runs --iters calls of every shape
  * and implementation in turn, so a load change hits them all alike. Per call
- * it records the wall time and the process's CPU time (all threads); a busy
- * shared host stretches the wall clock far more than the CPU time, so at one
- * thread GFLOP per CPU second is the fairer figure. One line per (shape, impl):
+ * it records the wall time and the CPU time of the OpenMP team (team_cpu_ms);
+ * a busy shared host stretches the wall clock far more than the CPU time, so
+ * GFLOP per CPU second is the fairer figure there (at 2 threads it counts a
+ * waiting thread's spinning but not its sleep: run with OMP_WAIT_POLICY=passive
+ * to count work only). One line per (shape, impl):
  *
  *   shape M N K impl best_wall_ms median_wall_ms best_cpu_ms gflops_wall gflops_cpu
  *
@@ -28,6 +30,7 @@
 #include "../kernels/cpu/cpu_kernels.h"
 
 #include <dlfcn.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,24 @@ static double now_ms(clockid_t clk) {
     struct timespec t;
     clock_gettime(clk, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* CPU time (ms) of the OpenMP team of `threads`, each thread reading its own
+ * clock: the threads of a later parallel region of that size are the same
+ * (libgomp keeps its pool), so the difference across a call is the CPU time the
+ * team spent in it, waiting included while it spins. The process CPU clock is
+ * no substitute: it does not see another thread's running time until that
+ * thread is descheduled. */
+static double team_cpu_ms(int threads) {
+    double t[64] = {0};
+#pragma omp parallel num_threads(threads)
+    {
+        int i = omp_get_thread_num();
+        if (i < 64) t[i] = now_ms(CLOCK_THREAD_CPUTIME_ID);
+    }
+    double s = 0;
+    for (int i = 0; i < threads && i < 64; i++) s += t[i];
+    return s;
 }
 
 static float *filled(int64_t n, uint32_t seed) {
@@ -209,7 +230,7 @@ int main(int argc, char **argv) {
         }
         nj++;
     }
-    printf("# %d threads, %d rounds x %d calls; ms per call; CPU = process CPU time (all threads)\n",
+    printf("# %d threads, %d rounds x %d calls; ms per call; CPU = the OpenMP team's CPU time\n",
            threads, rounds, iters);
     for (int r = 0; r < rounds + 1; r++) /* round 0 warms up */
         for (int i = 0; i < nj; i++)
@@ -217,13 +238,13 @@ int main(int argc, char **argv) {
                 if (!use[m]) continue;
                 job *j = &jobs[i];
                 for (int it = 0; it < (r ? iters : 1); it++) {
-                    double w0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_PROCESS_CPUTIME_ID);
+                    double c0 = team_cpu_ms(threads), w0 = now_ms(CLOCK_MONOTONIC);
                     if (run_once(ctx, j, m) != FT_OK) {
                         fprintf(stderr, "gemm_shapes: %s %s failed: %s\n", j->s->name,
                                 impl_names[m], ft_ctx_errmsg(ctx));
                         return 1;
                     }
-                    double c1 = now_ms(CLOCK_PROCESS_CPUTIME_ID), w1 = now_ms(CLOCK_MONOTONIC);
+                    double w1 = now_ms(CLOCK_MONOTONIC), c1 = team_cpu_ms(threads);
                     if (r) {
                         j->wall[m][j->nsamp[m]] = w1 - w0;
                         j->cpu[m][j->nsamp[m]++] = c1 - c0;
