@@ -292,6 +292,7 @@ typedef struct dc_run {
     int act;
     int64_t cib, ncg, tiles;
     int64_t chunk;    /* DENSE: input blocks per weight chunk */
+    int64_t gcogs;    /* channel groups whose chunk of weights is read together */
     int64_t cog_stride; /* floats from one 64-channel group's weights to the next */
     bool wide;        /* AVX-512 kernels */
 } dc_run;
@@ -366,6 +367,8 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
      * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward; at
      * batch 1, where they stay in cache, it cost about 1%) */
     const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 16e6;
+    for (int64_t g0 = c0; g0 < c1; g0 += r->gcogs) {
+    const int64_t g1 = g0 + r->gcogs < c1 ? g0 + r->gcogs : c1;
     for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
         const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
         const int mode = (b0 == 0 ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) | (r->act == FT_ACT_RELU ? DC_RELU : 0);
@@ -374,8 +377,10 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
         const int nci = r->mode == DC_ROWS ? (int)(g->kw * g->cin)
                                            : (int)(g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16);
         for (int64_t t = t0; t < t1; t++) {
-            const int64_t p0 = t * NPX_MAX;
-            const int npx = (int)(P - p0 < NPX_MAX ? P - p0 : NPX_MAX);
+            /* tiles as even as their count allows (49 pixels: 6,6,6,6,5,5,5,5,5,
+             * not eight 6s and a lone pixel) */
+            const int64_t p0 = t * P / r->tiles;
+            const int npx = (int)((t + 1) * P / r->tiles - p0);
             const int nt = build_taps(r, n, b0, b1, p0, npx, xp, wp);
             if (pf && t + 2 < t1) {
                 /* a 1x1 stride-1 convolution streams its input: the tile after next,
@@ -384,7 +389,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                 for (int64_t b = b0; b < b1; b++, nx += P * C16)
                     for (int l = 0; l < NPX_MAX * C16; l += 16) __builtin_prefetch(nx + l, 0, 3);
             }
-            for (int64_t cog = c0; cog < c1; cog++) {
+            for (int64_t cog = g0; cog < g1; cog++) {
                 const int ncb = (int)(cob - cog * 4 < 4 ? cob - cog * 4 : 4);
                 const int64_t wo = cog * r->cog_stride;
                 float *yt = r->y + ((n * cob + cog * 4) * P + p0) * C16;
@@ -413,6 +418,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                     for (int b = 0; b < ncb; b++) ft_cpu_row_act(r->act, yt + b * ys, (int64_t)npx * C16);
             }
         }
+    }
     }
 }
 
@@ -553,12 +559,23 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
         else block_input(x->data, xs, g->n, g->cin, g->h * g->w);
         r.x = xs;
     }
-    /* weight chunks (all groups) in half of L2, at most TAPS_MAX taps; a narrower
-     * last input block is a chunk of its own (its own channel count) */
-    const int64_t half_l2 = ft_cpu_gemm_kern_get()->l2 / 2;
-    int64_t chunk = half_l2 / (kk * C16 * CG * r.ncg * (int64_t)sizeof(float));
+    /* the weights a tile loop reads in half of L2: all groups over every input
+     * block when they fit; else groups over every block (the output of a tile is
+     * then written once, and the input re-read per group, the cheaper when the
+     * output is the larger); else one group over chunks of blocks (at most
+     * TAPS_MAX taps). A narrower last input block is a chunk of its own. */
+    const int64_t half_l2 = ft_cpu_gemm_kern_get()->l2 / 2, blk_bytes = kk * C16 * CG * (int64_t)sizeof(float);
+    int64_t chunk = r.cib, gc = r.ncg;
+    if (blk_bytes * r.cib * r.ncg > half_l2) {
+        gc = half_l2 / (blk_bytes * r.cib);
+        if (gc < 1) {
+            gc = 1;
+            chunk = half_l2 / blk_bytes;
+        }
+    }
     if (chunk * kk > TAPS_MAX) chunk = TAPS_MAX / kk;
     r.chunk = chunk < 1 ? 1 : chunk;
+    r.gcogs = gc;
     if (g->cin % C16 && r.cib > 1) {
         r.chunk = r.chunk < r.cib - 1 ? r.chunk : r.cib - 1;
         while ((r.cib - 1) % r.chunk) r.chunk--;
