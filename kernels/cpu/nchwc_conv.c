@@ -483,11 +483,15 @@ static void hwc_input(const float *x, float *out, const dc_geom *g) {
             memset(o, 0, (size_t)(wp * c) * sizeof(float));
             continue;
         }
-        for (int64_t ix = 0; ix < wp; ix++)
-            for (int64_t ch = 0; ch < c; ch++) {
-                const int64_t sx = ix - g->pad;
-                o[ix * c + ch] = sx >= 0 && sx < g->w ? x[((i * c + ch) * g->h + iy) * g->w + sx] : 0.0f;
-            }
+        /* the borders zero, the interior one channel at a time (a strided store of
+         * a contiguous row: no bounds check per element) */
+        memset(o, 0, (size_t)(g->pad * c) * sizeof(float));
+        memset(o + (g->pad + g->w) * c, 0, (size_t)(g->pad * c) * sizeof(float));
+        for (int64_t ch = 0; ch < c; ch++) {
+            const float *xr = x + ((i * c + ch) * g->h + iy) * g->w;
+            float *oc = o + g->pad * c + ch;
+            for (int64_t ix = 0; ix < g->w; ix++) oc[ix * c] = xr[ix];
+        }
     }
 }
 
