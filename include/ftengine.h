@@ -478,8 +478,8 @@ typedef struct ft_graph_stats {
                                   planner put them side by side, else one per input) */
     /* what the passes did */
     int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
-        eltwise_fused, nonorm_folded, conv_bn_folded,
-        affine_folded; /* scales and bias adds after a linear taken into GEMMs */
+        eltwise_fused, nonorm_folded, conv_bn_folded, nchwc_nodes /* CPU: blocked-channel layout */,
+        nchwc_reorders, affine_folded; /* scales and bias adds after a linear taken into GEMMs */
     /* memory (bytes) */
     size_t arena_bytes;        /* the one arena of intermediates, inputs and outputs */
     size_t sum_intermediate_bytes; /* the same buffers without any reuse */
@@ -495,9 +495,6 @@ typedef struct ft_graph_stats {
     /* cache */
     int plans_cached;
     uint64_t plan_hits, plan_misses, plan_evictions;
-    /* CPU plans: nodes run in the blocked-channel layout (NCHWc) and the reorders
-     * at the edges of those regions (docs/cpu_backend.md) */
-    int nchwc_nodes, nchwc_reorders;
 } ft_graph_stats;
 
 /**
