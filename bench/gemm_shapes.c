@@ -8,7 +8,7 @@
  *
  *   build/bench/gemm_shapes [--threads N] [--rounds R] [--iters N] [--set bert|resnet|all]
  *                           [--impl ft,ft-nopack,openblas] [--openblas LIB] [--only NAME]
- *                           [--list]
+ *                           [--list] [--kernel 6x16|8x32] [--blocking KC,MC]
  *
  * Implementations: ft = the linear kernel with its weight packed as a graph plan
  * packs it (ft_cpu_prepack; graph and static mode, and eager through the pack
@@ -28,6 +28,7 @@
  */
 #include "../engine/ft_internal.h"
 #include "../kernels/cpu/cpu_kernels.h"
+#include "../kernels/cpu/gemm_micro.h"
 
 #include <dlfcn.h>
 #include <omp.h>
@@ -134,6 +135,7 @@ int main(int argc, char **argv) {
     int threads = 1, rounds = 5, iters = 5;
     const char *set = "all", *impls = "ft,ft-nopack,openblas", *blas = "libopenblas.so.0", *only = NULL;
     bool list_only = false;
+    const char *kernel = NULL, *blocking = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--list")) list_only = true;
         else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
@@ -143,10 +145,13 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && !strcmp(argv[i], "--impl")) impls = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--openblas")) blas = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--only")) only = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--kernel")) kernel = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--blocking")) blocking = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--threads N] [--rounds R] [--iters N] [--set bert|resnet|all]\n"
-                    "          [--impl ft,ft-nopack,openblas] [--openblas LIB] [--only NAME] [--list]\n",
+                    "          [--impl ft,ft-nopack,openblas] [--openblas LIB] [--only NAME] [--list]\n"
+                    "          [--kernel 6x16|8x32] [--blocking KC,MC]\n",
                     argv[0]);
             return 2;
         }
@@ -169,6 +174,16 @@ int main(int argc, char **argv) {
                 printf("%s %lld %lld %lld\n", list[i]->name, (long long)list[i]->m,
                        (long long)list[i]->n, (long long)list[i]->k);
         return 0;
+    }
+    if (kernel || blocking) {
+        /* the test hook: another micro-kernel or blocking, before anything packs */
+        long long kc = 0, mc = 0;
+        if ((blocking && sscanf(blocking, "%lld,%lld", &kc, &mc) < 1) ||
+            !ft_cpu_gemm_kern_select(kernel, kc, mc)) {
+            fprintf(stderr, "gemm_shapes: kernel %s / blocking %s not available here\n", kernel ? kernel : "-",
+                    blocking ? blocking : "-");
+            return 2;
+        }
     }
     bool use[IMPL_COUNT] = {0};
     for (int i = 0; i < IMPL_COUNT; i++) {

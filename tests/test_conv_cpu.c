@@ -188,6 +188,7 @@ int main(int argc, char **argv) {
     (void)ft_test_golden_dir;
     (void)odd;
     (void)dtypes;
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;

@@ -676,18 +676,23 @@ static void test_perf_linear(void) {
 /* In a rerun: the kernel and blocking asked for are the ones in use. */
 static void test_kernel_is_the_one_asked(void) {
     const ft_cpu_gemm_kern *k = ft_cpu_gemm_kern_get();
-    const char *want = getenv("FT_CPU_GEMM_KERNEL"), *blk = getenv("FT_CPU_GEMM_BLOCKING");
+    const char *want = getenv("FT_TEST_GEMM_KERNEL"), *blk = getenv("FT_TEST_GEMM_BLOCKING");
     printf("  kernel %s %dx%d, kc %lld, mc %lld (L1 %lld, L2 %lld)\n", k->isa, k->mr, k->ncols,
            (long long)k->kc, (long long)k->mc, (long long)k->l1, (long long)k->l2);
     if (want && !strcmp(want, "6x16")) CHECK(k->mr == 6 && k->ncols == 16, "6x16 asked, %dx%d in use", k->mr, k->ncols);
     if (blk && !strcmp(blk, "128,16")) CHECK(k->kc == 128 && k->mc == 16, "blocking 128,16 asked");
     if (blk && !strcmp(blk, "128,12")) CHECK(k->kc == 128 && k->mc == 12, "blocking 128,12 asked");
     CHECK(k->kc % 16 == 0 && k->mc % k->mr == 0 && k->conv_nc % k->ncols == 0, "blocking not aligned to the tile");
+    /* the choice is made once: panels packed so far were cut for it */
+    CHECK(!ft_cpu_gemm_kern_select(NULL, 0, 0) && !ft_cpu_gemm_kern_select("6x16", 128, 16),
+          "the kernel was chosen again after use");
+    CHECK(ft_cpu_gemm_kern_get() == k && k->kc == ft_cpu_gemm_kern_get()->kc, "the kernel changed");
 }
 
 int main(int argc, char **argv) {
     (void)ft_test_golden_dir; /* the harness helper is unused here */
     (void)argc;
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;

@@ -211,6 +211,7 @@ static void test_plan_prepacked_weights(void) {
 int main(int argc, char **argv) {
     (void)argc;
     (void)ft_test_golden_dir; /* the harness helper is unused here */
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;

@@ -258,6 +258,7 @@ int main(int argc, char **argv) {
     (void)odd;
     (void)dtypes;
     (void)argc;
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;

@@ -254,23 +254,27 @@ static int64_t cache_bytes(int level, int64_t fallback) {
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static ft_cpu_gemm_kern kern_make(void) {
+/* The kernel for this host, or the one named (want: "6x16" the AVX2 kernel, "8x32"
+ * the AVX-512 one when the CPU has it); depths kc, mc from the caches unless given
+ * (> 0). ok: false when the kernel asked for cannot run here. */
+static ft_cpu_gemm_kern kern_make(const char *want, int64_t kc_want, int64_t mc_want, bool *ok) {
     ft_cpu_gemm_kern k = {micro_6x16, micro_6x16, 6, 16, 0, 0, 0, 0, "generic", 0, 0};
+    *ok = true;
+    bool v4 = false;
 #ifdef FT_GEMM_X86_CLONES
     __builtin_cpu_init();
     /* everything x86-64-v4 implies, by names every gcc with that target knows */
-    bool v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-              __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("fma");
+    v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("fma");
     bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    /* FT_CPU_GEMM_KERNEL=6x16: the AVX2 kernel on an AVX-512 host (tests, A/B) */
-    const char *want = getenv("FT_CPU_GEMM_KERNEL");
     if (want && !strcmp(want, "6x16")) v4 = false;
     if (v4)
         k = (ft_cpu_gemm_kern){micro_8x32, micro_8x16, 8, 32, 0, 0, 0, 0, "avx512", 0, 0};
     else if (v3)
         k.isa = "avx2";
 #endif
+    if (want && strcmp(want, "6x16") && !(v4 && !strcmp(want, "8x32"))) *ok = false;
     k.l1 = cache_bytes(1, 32 << 10);
     k.l2 = cache_bytes(2, 1 << 20);
     /* depth: a 32-column B tile (kc x 32) the size of L1. Goto's rule would keep
@@ -278,18 +282,10 @@ static ft_cpu_gemm_kern kern_make(void) {
      * docs/results/2026-11-26-cpu-gemm.md) depths of 384-512 beat 192-256 by
      * 3-8%: the tile streams from L2 at 160 bytes per 16 FMAs, well within L2's
      * bandwidth, and a deeper block stores and reloads C fewer times */
-    int64_t kc = k.l1 / (32 * (int64_t)sizeof(float));
-    /* the A block (mc x kc) in half of L2 */
-    int64_t mc = -1;
-    const char *env = getenv("FT_CPU_GEMM_BLOCKING");
-    if (env && *env) {
-        long long a = 0, b = 0;
-        int got = sscanf(env, "%lld,%lld", &a, &b);
-        if (got >= 1 && a > 0) kc = a;
-        if (got >= 2 && b > 0) mc = b;
-    }
+    int64_t kc = kc_want > 0 ? kc_want : k.l1 / (32 * (int64_t)sizeof(float));
     k.kc = clamp64(kc / 16 * 16, 128, 512);
-    if (mc < 0) mc = k.l2 / 2 / (k.kc * (int64_t)sizeof(float));
+    /* the A block (mc x kc) in half of L2 */
+    int64_t mc = mc_want > 0 ? mc_want : k.l2 / 2 / (k.kc * (int64_t)sizeof(float));
     k.mc = clamp64(mc / k.mr * k.mr, k.mr, 1020 / k.mr * k.mr);
     k.nc = 4096;
     /* a convolution's B panel (kc x conv_nc, rebuilt from x per panel) in half of L2 */
@@ -298,18 +294,33 @@ static ft_cpu_gemm_kern kern_make(void) {
     return k;
 }
 
+static ft_cpu_gemm_kern kern;
+static int kern_ready; /* 0, then 1 once kern is filled */
+static int kern_lock;
+
+/* Fills kern with k unless it is filled already; whether k is the one in use. */
+static bool kern_set(const ft_cpu_gemm_kern *k) {
+    while (__atomic_exchange_n(&kern_lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    bool set = !kern_ready;
+    if (set) {
+        kern = *k;
+        __atomic_store_n(&kern_ready, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&kern_lock, 0, __ATOMIC_RELEASE);
+    return set;
+}
+
 const ft_cpu_gemm_kern *ft_cpu_gemm_kern_get(void) {
-    static ft_cpu_gemm_kern kern;
-    static int ready; /* 0, then 1 once kern is filled (every thread computes the same) */
-    if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) return &kern;
-    ft_cpu_gemm_kern k = kern_make();
-    static int lock;
-    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {
-    }
-    if (!ready) {
-        kern = k;
-        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&kern_ready, __ATOMIC_ACQUIRE)) return &kern;
+    bool ok;
+    ft_cpu_gemm_kern k = kern_make(NULL, 0, 0, &ok); /* every thread computes the same */
+    kern_set(&k);
     return &kern;
+}
+
+bool ft_cpu_gemm_kern_select(const char *kernel, int64_t kc, int64_t mc) {
+    bool ok;
+    ft_cpu_gemm_kern k = kern_make(kernel, kc, mc, &ok);
+    return ok && kern_set(&k);
 }

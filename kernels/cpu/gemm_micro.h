@@ -36,9 +36,13 @@ typedef struct ft_cpu_gemm_kern {
 
 /* The micro-kernel and blocking of this host: the widest vector ISA it has, and
  * depths sized from its L1 and L2 data caches (sysconf, else sysfs, else 32 KiB
- * and 1 MiB). FT_CPU_GEMM_BLOCKING="kc,mc" overrides the depths (tuning; values
- * are rounded to what the kernel needs). Chosen once per process. */
+ * and 1 MiB). Chosen once per process. */
 const ft_cpu_gemm_kern *ft_cpu_gemm_kern_get(void);
+/* Tests and benches, before anything of the process packed or multiplied:
+ * another kernel ("6x16": the AVX2 one, "8x32": the AVX-512 one; NULL: the
+ * host's) and depths (kc, mc > 0, rounded to what the kernel needs; 0: from the
+ * caches). false when that kernel cannot run here or the choice is made. */
+bool ft_cpu_gemm_kern_select(const char *kernel, int64_t kc, int64_t mc);
 
 /* op(A)[i0:i0+mc, p0:p0+kc] * alpha into slivers of mr rows: sliver s holds
  * [kc][mr] with rows past mc zero-filled. */
