@@ -235,7 +235,7 @@ $(SH_TEST_BINS): $(BUILD)/tests/%: tests/%.sh
 PYTHON     ?= python3
 PY_TESTS := $(if $(shell command -v $(PYTHON) 2>/dev/null),tests/test_report.py bench/test_cpu_vs_torch.py \
               bench/test_torch_zoo_vision_a.py bench/test_torch_zoo_text_b.py bench/test_torch_zoo_vision_b.py \
-              bench/test_torch_zoo_text_a.py)
+              bench/test_torch_zoo_text_a.py bench/test_gemm_peers.py)
 
 test check: all $(TEST_BINS) $(SH_TEST_BINS) $(EXAMPLE_BINS) $(EMU_TEST_BINS) $(NVTX_INJECT) $(EMU_TOOL)
 	$(PTXAS_CHECK)

@@ -7,7 +7,11 @@
  * disturbs far less than the wall clock (with 1 thread it is the latency;
  * with more it is the work of all threads); --wall times the wall clock.
  *
- *   build/bench/conv_shapes [--threads N] [--batch B] [--iters N] [--wall] [--only NAME]
+ *   build/bench/conv_shapes [--threads N] [--batch B] [--iters N] [--wall] [--nchwc] [--only NAME]
+ *
+ * --nchwc runs each 2-d convolution as a graph plan's blocked-channel node
+ * (kernels/cpu/nchwc_conv.c: NCHWc output, NCHWc input when Cin is a multiple
+ * of 16) with its weights packed for it.
  *
  * It uses only entry points that have long existed (ft_dispatch,
  * ft_cpu_conv_prepack, ft_cpu_conv1d/2d), so the same file built against an
@@ -16,6 +20,7 @@
 #include "../engine/ft_internal.h"
 #include "../kernels/cpu/cpu_kernels.h"
 #include "../kernels/cpu/gemm.h"
+#include "../kernels/cpu/nchwc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +89,7 @@ static float *filled(int64_t n, uint32_t seed) {
 /* min ms per call of s at batch b, or a negative value when it could not run;
  * *packed: whether the plan's packing took the weight (a build that packs
  * only some convolutions at plan time packs the others per call) */
-static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool wall, bool *packed) {
+static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool wall, bool nchwc, bool *packed) {
     int64_t cin_g = s->cin / s->groups, kh = s->is1d ? 1 : s->k;
     int64_t xs[4] = {b, s->cin, s->h, s->w}, ws[4] = {s->cout, cin_g, kh, s->k}, bs[1] = {s->cout};
     if (s->is1d) {
@@ -107,7 +112,14 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
             src[1]->flags |= FT_TF_WEIGHT;
             y = ft_dispatch(ctx, s->is1d ? FT_OP_CONV1D : FT_OP_CONV2D, src, 4, &p, sizeof p);
         }
-        *packed = y && ft_cpu_conv_prepack(ctx, y);
+        if (y && nchwc && !s->is1d && ft_cpu_nchwc_conv_ok(y)) {
+            /* the graph plan's blocked layout: input (when its channels allow) and output NCHWc */
+            if (s->cin % FT_NCHWC == 0) src[0]->flags |= FT_TF_NCHWC;
+            y->flags |= FT_TF_NCHWC;
+            *packed = ft_cpu_nchwc_conv_prepack(y);
+        } else {
+            *packed = y && ft_cpu_conv_prepack(ctx, y);
+        }
         if (y) {
             for (int i = 0; i < iters + 1; i++) { /* the first call warms up */
                 double t0 = now_ms(wall);
@@ -132,11 +144,13 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
 int main(int argc, char **argv) {
     int threads = 1, iters = 8;
     int64_t batch = 1;
-    bool wall = false;
+    bool wall = false, nchwc = false;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--wall")) {
             wall = true;
+        } else if (!strcmp(argv[i], "--nchwc")) {
+            nchwc = true;
         } else if (i + 1 < argc && !strcmp(argv[i], "--threads")) {
             threads = atoi(argv[++i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--batch")) {
@@ -146,7 +160,7 @@ int main(int argc, char **argv) {
         } else if (i + 1 < argc && !strcmp(argv[i], "--only")) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--threads N] [--batch B] [--iters N] [--wall] [--only NAME]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--batch B] [--iters N] [--wall] [--nchwc] [--only NAME]\n", argv[0]);
             return 2;
         }
     }
@@ -169,7 +183,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         if (only && !strstr(shapes[i].name, only)) continue;
         bool packed;
-        double t = run_shape(ctx, &shapes[i], batch, iters, wall, &packed);
+        double t = run_shape(ctx, &shapes[i], batch, iters, wall, nchwc, &packed);
         if (t < 0) {
             printf("%-16s %5d %10s (%s)\n", shapes[i].name, shapes[i].count, "failed", ft_ctx_errmsg(ctx));
             ft_ctx_clear_error(ctx);

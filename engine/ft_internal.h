@@ -36,8 +36,12 @@ enum {
     FT_TF_VIEW = 1u << 4,       /* aliases view_src's storage */
     FT_TF_PERSISTENT = 1u << 5, /* header malloc'd, not in the context's tensor arena */
     FT_TF_RELEASED = 1u << 6,   /* storage reference given back */
-    FT_TF_REPLAY = 1u << 7      /* a whole-plan pseudo op (no op, named) whose extra is the
+    FT_TF_REPLAY = 1u << 7,     /* a whole-plan pseudo op (no op, named) whose extra is the
                                    ft_replay_map of the CUDA graph it launches */
+    FT_TF_NCHWC = 1u << 8       /* CPU graph plans: data in the blocked-channel order
+                                   [N, C/16, H, W, 16] of a logical [N, C, H, W] (C a multiple
+                                   of 16; shape and strides still NCHW's): only the kernels of
+                                   kernels/cpu/nchwc.h read or write it (graph/pass_nchwc.c) */
 };
 
 /* A block of device or host memory handed out by an allocator. */

@@ -572,6 +572,8 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         s->nonorm_folded = pc->nonorm;
         s->conv_bn_folded = pc->conv_bn;
         s->affine_folded = pc->affine;
+        s->nchwc_nodes = pc->nchwc;
+        s->nchwc_reorders = pc->nchwc_reorders;
     }
 #ifdef FT_WITH_CUDA
     if (st == FT_OK && capture) {

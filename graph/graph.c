@@ -480,14 +480,16 @@ typedef struct pass_def {
 
 /* folding first so later patterns see weights; affine maps into GEMMs before
  * the QKV merge stacks the GEMMs they make; epilogues after attention and
- * QKV so a merged GEMM still gets its bias; elementwise chains last, on what
- * no other fusion took; dead-node elimination (always) first and last */
+ * QKV so a merged GEMM still gets its bias; elementwise chains on what no
+ * other fusion took; the blocked-channel layout (CPU) last, on the fused
+ * convolutions; dead-node elimination (always) first and last */
 static const pass_def passes[] = {
     {"dce", ft_pass_dce},           {"fold", ft_pass_fold},         {"nonorm", ft_pass_nonorm},
     {"conv_bn", ft_pass_conv_bn},   {"se", ft_pass_se},             {"layer_scale", ft_pass_layer_scale},
     {"affine", ft_pass_affine},     {"attention_rel", ft_pass_attention_rel},
     {"attention", ft_pass_attention}, {"qkv", ft_pass_qkv},         {"epilogue", ft_pass_epilogue},
-    {"ln_residual", ft_pass_ln_residual}, {"eltwise", ft_pass_eltwise}, {"dce", ft_pass_dce},
+    {"ln_residual", ft_pass_ln_residual}, {"eltwise", ft_pass_eltwise}, {"nchwc", ft_pass_nchwc},
+    {"dce", ft_pass_dce},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 

@@ -38,6 +38,7 @@ typedef struct ft_graph_io {
 typedef struct ft_pass_counts {
     int dce, folded, qkv, epilogue, ln_residual, attention, eltwise, nonorm, conv_bn, affine;
     int se, layer_scale; /* pass_vision.c */
+    int nchwc, nchwc_reorders; /* nodes made blocked-channel, reorders at the region edges */
 } ft_pass_counts;
 
 /* Weights made at plan time (stacked QKV weights, conv+BN folded weights)
@@ -172,6 +173,7 @@ int ft_pass_ln_residual(ft_graph *g);   /* add -> layernorm into layernorm(x, re
 int ft_pass_eltwise(ft_graph *g);       /* chains of elementwise ops into one kernel */
 int ft_pass_se(ft_graph *g);            /* pool -> conv -> act -> conv -> sigmoid -> mul into one SE gate */
 int ft_pass_layer_scale(ft_graph *g);   /* linear -> * constant vector folded into the linear */
+int ft_pass_nchwc(ft_graph *g);         /* CPU: CNN activations in the blocked-channel layout */
 
 /* Runs every pass in order (unless FT_DISABLE_FUSION=1: DCE only). */
 ft_status ft_graph_optimize(ft_graph *g);

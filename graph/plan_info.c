@@ -93,6 +93,12 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     default:
         break;
     }
+    /* the blocked-channel layout (graph/pass_nchwc.c): which steps run in it, and
+     * the reorders at its edges */
+    if (t->op == FT_OP_COPY && t->src[0] && ((t->flags ^ t->src[0]->flags) & FT_TF_NCHWC))
+        part(d, n, "+", (t->flags & FT_TF_NCHWC) ? "reorder to NCHWc" : "reorder to NCHW");
+    else if (t->flags & FT_TF_NCHWC)
+        part(d, n, "+", "NCHWc");
 }
 
 void ft_plan_step_detail(const ft_tensor *t, char *d, size_t n) { describe(t, d, n); }

@@ -392,8 +392,8 @@ typedef struct ft_graph_stats {
                                   planner put them side by side, else one per input) */
     /* what the passes did */
     int dce_removed, folded, qkv_merged, epilogues, ln_residual, attention_fused,
-        eltwise_fused, nonorm_folded, conv_bn_folded,
-        affine_folded; /* scales and bias adds after a linear taken into GEMMs */
+        eltwise_fused, nonorm_folded, conv_bn_folded, nchwc_nodes /* CPU: blocked-channel layout */,
+        nchwc_reorders, affine_folded; /* scales and bias adds after a linear taken into GEMMs */
     /* memory (bytes) */
     size_t arena_bytes;        /* the one arena of intermediates, inputs and outputs */
     size_t sum_intermediate_bytes; /* the same buffers without any reuse */

@@ -12,9 +12,13 @@
 #include "ft_internal.h"
 #include "../kernels/cpu/cpu_kernels.h"
 #include "../kernels/cpu/gemm.h"
+#include "../kernels/cpu/gemm_micro.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static ft_ctx *ctx;
 
@@ -100,5 +104,67 @@ static inline double act_ref(int act, double x) {
 
 static const ft_dtype dtypes[3] = {FT_DTYPE_F32, FT_DTYPE_F16, FT_DTYPE_BF16};
 static const int64_t odd[4] = {1, 3, 17, 129};
+
+/*
+ * Runs this test program (self = argv[0]) again with the environment variables
+ * env (NAME=VALUE, NULL-terminated) and FT_TEST_CHILD=1 added: the GEMM's
+ * micro-kernel and blocking are chosen once per process, so other kernels
+ * (the AVX2 one on an AVX-512 host) and other blockings need a process of their
+ * own (it picks them up with gemm_test_select). Returns the child's exit status
+ * (0: all its tests passed), or -1.
+ */
+static inline __attribute__((unused)) int rerun_with_env(const char *self, const char *const *env) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        for (int i = 0; env[i]; i++) putenv((char *)env[i]);
+        setenv("FT_TEST_CHILD", "1", 1);
+        char *const argv[] = {(char *)self, NULL};
+        execv(self, argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static inline __attribute__((unused)) int is_test_child(void) {
+    const char *c = getenv("FT_TEST_CHILD");
+    return c && *c == '1';
+}
+
+/* argv[0], for test_other_kernels */
+static const char *gemm_test_self;
+
+/* At the start of a test program's main: the micro-kernel (FT_TEST_GEMM_KERNEL,
+ * "6x16" or "8x32") and blocking (FT_TEST_GEMM_BLOCKING="kc,mc") a rerun asks
+ * for, through the library's test hook; 0, or -1 when they cannot be had. */
+static __attribute__((unused)) int gemm_test_select(void) {
+    const char *k = getenv("FT_TEST_GEMM_KERNEL"), *b = getenv("FT_TEST_GEMM_BLOCKING");
+    long long kc = 0, mc = 0;
+    if (b && sscanf(b, "%lld,%lld", &kc, &mc) < 1) return -1;
+    if (!k && !b) return 0;
+    if (!ft_cpu_gemm_kern_select(k, kc, mc)) {
+        printf("cannot select GEMM kernel %s, blocking %s\n", k ? k : "(host)", b ? b : "(host)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Every test of the calling program again under the AVX2 micro-kernel (6 x 16;
+ * the AVX-512 one is 8 x 32) and under small blockings (many depth and row
+ * blocks on modest shapes), each in a process of its own. */
+static __attribute__((unused)) void test_other_kernels(void) {
+    static const char *const avx2[] = {"FT_TEST_GEMM_KERNEL=6x16", NULL};
+    static const char *const small[] = {"FT_TEST_GEMM_BLOCKING=128,16", NULL};
+    static const char *const avx2_small[] = {"FT_TEST_GEMM_KERNEL=6x16", "FT_TEST_GEMM_BLOCKING=128,12", NULL};
+    const char *const *runs[] = {avx2, small, avx2_small};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        printf("  -- rerun with %s%s%s\n", runs[i][0], runs[i][1] ? " " : "", runs[i][1] ? runs[i][1] : "");
+        int st = rerun_with_env(gemm_test_self, runs[i]);
+        CHECK(st == 0, "rerun with %s failed (status %d)", runs[i][0], st);
+    }
+}
 
 #endif /* FT_GEMM_TEST_UTIL_H */

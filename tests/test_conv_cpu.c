@@ -184,10 +184,12 @@ static void test_maxpool_f32(void) {
     free(x);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
     (void)ft_test_golden_dir;
     (void)odd;
     (void)dtypes;
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;
@@ -195,6 +197,10 @@ int main(void) {
     RUN(test_conv_sweep);
     RUN(test_conv_threads);
     RUN(test_maxpool_f32);
+    if (!is_test_child()) {
+        gemm_test_self = argv[0];
+        RUN(test_other_kernels);
+    }
     ft_ctx_free(ctx);
     return ft_test_finish();
 }

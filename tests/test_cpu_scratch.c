@@ -178,20 +178,22 @@ static void test_scratch_oom(void) {
         }
 }
 
-/* Eager bert (f32 and bf16): the second forward finds every linear weight
- * packed, misses none, and equals a run with the cache off bit for bit; a cap
- * keeps the cache under it; freeing the model empties it. */
+/* Eager bert (f32 and bf16), resnet and wavlm (convolution weights, wavlm's
+ * grouped positional one): the second forward finds every linear and
+ * convolution weight packed, misses none, and equals a run with the cache off
+ * bit for bit; a cap keeps the cache under it; freeing the model empties it. */
 static void test_pack_cache_eager(void) {
-    const ft_dtype dts[] = {FT_DTYPE_F32, FT_DTYPE_BF16};
-    for (int d = 0; d < 2; d++) {
+    const ft_dtype dts[] = {FT_DTYPE_F32, FT_DTYPE_BF16, FT_DTYPE_F32, FT_DTYPE_F32};
+    const char *models[] = {"bert", "bert", "resnet", "wavlm"};
+    for (int d = 0; d < 4; d++) {
         float *out[3] = {NULL, NULL, NULL};
         int64_t n[3] = {0, 0, 0};
         for (int run = 0; run < 3; run++) { /* 0: cache off; 1: cache on; 2: capped */
             ft_ctx *ctx = new_ctx(2);
             golden_case gc;
             ft_model *m = NULL;
-            if (!ctx || golden_open(ctx, "bert", &gc) != 0) {
-                CHECK(0, "bert: no context or golden case");
+            if (!ctx || golden_open(ctx, models[d], &gc) != 0) {
+                CHECK(0, "%s: no context or golden case", models[d]);
                 ft_ctx_free(ctx);
                 continue;
             }
@@ -229,7 +231,7 @@ static void test_pack_cache_eager(void) {
         }
         for (int run = 1; run < 3; run++)
             CHECK(out[0] && out[run] && n[run] == n[0] && !memcmp(out[0], out[run], (size_t)n[0] * sizeof(float)),
-                  "%s run %d: output differs from per-call packing", ft_dtype_name(dts[d]), run);
+                  "%s %s run %d: output differs from per-call packing", models[d], ft_dtype_name(dts[d]), run);
         for (int run = 0; run < 3; run++) free(out[run]);
     }
 }

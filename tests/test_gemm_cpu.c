@@ -5,6 +5,7 @@
  * Also prints the GFLOP/s of a BERT-sized linear (informational, not asserted).
  */
 #include "gemm_test_util.h"
+#include "../kernels/cpu/gemm_micro.h"
 
 #include <float.h>
 #include <time.h>
@@ -13,8 +14,12 @@
 /* ---- sgemm core ---- */
 
 static void test_sgemm_core(void) {
-    static const int64_t dims[][3] = {{1, 1, 1},   {3, 17, 129}, {129, 3, 17},  {17, 129, 3},
-                                      {200, 300, 513}, {97, 4100, 5}, {13, 35, 0}};
+    /* past every blocking edge: a ragged 32-column tile (33, 49), a lone 16-column
+     * sliver (48), rows past a 336-row A block (700), depths past 384 (513, 800),
+     * columns past a 4096-column panel (4100) */
+    static const int64_t dims[][3] = {{1, 1, 1},      {3, 17, 129},  {129, 3, 17},  {17, 129, 3},
+                                      {200, 300, 513}, {97, 4100, 5}, {13, 35, 0},   {9, 33, 31},
+                                      {8, 48, 7},      {700, 49, 800}, {23, 80, 385}};
     for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
@@ -701,8 +706,26 @@ static void test_perf_linear(void) {
     }
 }
 
-int main(void) {
+/* In a rerun: the kernel and blocking asked for are the ones in use. */
+static void test_kernel_is_the_one_asked(void) {
+    const ft_cpu_gemm_kern *k = ft_cpu_gemm_kern_get();
+    const char *want = getenv("FT_TEST_GEMM_KERNEL"), *blk = getenv("FT_TEST_GEMM_BLOCKING");
+    printf("  kernel %s %dx%d, kc %lld, mc %lld (L1 %lld, L2 %lld)\n", k->isa, k->mr, k->ncols,
+           (long long)k->kc, (long long)k->mc, (long long)k->l1, (long long)k->l2);
+    if (want && !strcmp(want, "6x16")) CHECK(k->mr == 6 && k->ncols == 16, "6x16 asked, %dx%d in use", k->mr, k->ncols);
+    if (blk && !strcmp(blk, "128,16")) CHECK(k->kc == 128 && k->mc == 16, "blocking 128,16 asked");
+    if (blk && !strcmp(blk, "128,12")) CHECK(k->kc == 128 && k->mc == 12, "blocking 128,12 asked");
+    CHECK(k->kc % 16 == 0 && k->mc % k->mr == 0 && k->conv_nc % k->ncols == 0, "blocking not aligned to the tile");
+    /* the choice is made once: panels packed so far were cut for it */
+    CHECK(!ft_cpu_gemm_kern_select(NULL, 0, 0) && !ft_cpu_gemm_kern_select("6x16", 128, 16),
+          "the kernel was chosen again after use");
+    CHECK(ft_cpu_gemm_kern_get() == k && k->kc == ft_cpu_gemm_kern_get()->kc, "the kernel changed");
+}
+
+int main(int argc, char **argv) {
     (void)ft_test_golden_dir; /* the harness helper is unused here */
+    (void)argc;
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;
@@ -724,7 +747,12 @@ int main(void) {
     RUN(test_conv_input_prologue);
     RUN(test_conv_epilogue);
     RUN(test_errors);
-    RUN(test_perf_linear);
+    RUN(test_kernel_is_the_one_asked);
+    if (!is_test_child()) {
+        RUN(test_perf_linear);
+        gemm_test_self = argv[0];
+        RUN(test_other_kernels);
+    }
     ft_ctx_free(ctx);
     return ft_test_finish();
 }

@@ -56,14 +56,19 @@ static void test_sgemm_fused_epilogue(void) {
 /* op(B) packed once (ft_cpu_pack_b) and reused, and A packed once (ft_cpu_pack_a): the same products as packing per
  * call, for B given as W [N, K] (transposed) or [K, N], N across a 4096-column
  * panel and K across several depth blocks, with the fused epilogue, 1 and 2
- * threads, the packed panels reused by a second product. */
+ * threads (2: dynamic column chunks where A is small enough, rows past an A
+ * block and depths past a depth block included, bit-identical to 1 thread),
+ * the packed panels reused by a second product. */
 static void test_sgemm_packed(void) {
-    static const int64_t dims[][3] = {{1, 1, 1}, {5, 4100, 37}, {128, 67, 513}, {29, 45, 300}};
+    static const int64_t dims[][3] = {{1, 1, 1}, {5, 4100, 37}, {128, 67, 513}, {29, 45, 300}, {350, 100, 400}};
+    enum { NS = sizeof dims / sizeof dims[0] };
+    float *first[NS][2][2] = {{{NULL}}};
     for (int th = 1; th <= 2; th++) {
         ft_cpu_set_threads(th);
         for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
             for (int tb = 0; tb < 2; tb++) {
                 int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2], ldb = (tb ? k : n) + 3;
+                rng_state = 0x5eed0000u + 2 * s + (uint64_t)tb; /* the same operands at both thread counts */
                 float *a = rvals(m * k, FT_DTYPE_F32), *b = rvals((tb ? n : k) * ldb, FT_DTYPE_F32);
                 float *bias = rvals(n, FT_DTYPE_F32), *c = malloc((size_t)(m * n) * sizeof(float));
                 ft_cpu_packed_b *pb = ft_cpu_pack_b(tb, k, n, b, ldb);
@@ -73,6 +78,15 @@ static void test_sgemm_packed(void) {
                     int act = rep ? FT_ACT_GELU : FT_ACT_NONE;
                     ft_cpu_gemm_ep ep = {bias, false, act};
                     CHECK(ft_cpu_sgemm_packed(false, m, 0.5f, a, k, pb, 0.0f, c, n, &ep) == 0, "packed failed");
+                    if (th == 1) {
+                        first[s][tb][rep] = malloc((size_t)(m * n) * sizeof(float));
+                        memcpy(first[s][tb][rep], c, (size_t)(m * n) * sizeof(float));
+                    } else {
+                        CHECK(!memcmp(first[s][tb][rep], c, (size_t)(m * n) * sizeof(float)),
+                              "packed %lldx%lldx%lld tb%d: 2 threads differ from 1 in some bit", (long long)m,
+                              (long long)n, (long long)k, tb);
+                        free(first[s][tb][rep]);
+                    }
                     int bad = 0;
                     for (int64_t i = 0; i < m && !bad; i++)
                         for (int64_t j = 0; j < n && !bad; j++) {
@@ -194,8 +208,10 @@ static void test_plan_prepacked_weights(void) {
     free(px);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
     (void)ft_test_golden_dir; /* the harness helper is unused here */
+    if (gemm_test_select() != 0) return 1; /* before anything packs or multiplies */
     if (ft_ctx_create(FT_DEVICE_CPU, &ctx) != FT_OK) {
         printf("cannot create a CPU context\n");
         return 1;
@@ -203,6 +219,10 @@ int main(void) {
     RUN(test_sgemm_fused_epilogue);
     RUN(test_sgemm_packed);
     RUN(test_plan_prepacked_weights);
+    if (!is_test_child()) {
+        gemm_test_self = argv[0];
+        RUN(test_other_kernels);
+    }
     ft_ctx_free(ctx);
     return ft_test_finish();
 }

@@ -11,6 +11,8 @@
  */
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "nchwc.h"
+#include "pack_cache.h"
 #include "scratch.h"
 #include "../../engine/ft_checked.h"
 
@@ -40,10 +42,13 @@ bool ft_cpu_conv_prepack(ft_ctx *ctx, ft_tensor *n) {
     return true;
 }
 
-/* The weight panels a plan left in this conv node, if they still match it. */
-static const ft_cpu_packed_b *conv_packed(const ft_tensor *dst, const conv_geom *g) {
+/* The weight panels a plan left in this conv node, or eager mode's cached ones
+ * (kernels/cpu/pack_cache.c), if they match it. */
+static const ft_cpu_packed_b *conv_packed(ft_ctx *ctx, const ft_tensor *dst, const conv_geom *g) {
     const ft_cpu_packed_b *p = (const ft_cpu_packed_b *)dst->extra;
-    if (!p || dst->device != FT_DEVICE_CPU) return NULL;
+    if (dst->device != FT_DEVICE_CPU) return NULL;
+    if (!p && !dst->extra) p = ft_cpu_pack_cache_conv(ctx, dst->src[1], g->groups);
+    if (!p) return NULL;
     return p->src == dst->src[1]->data && p->mr > 0 && p->groups == g->groups &&
                    p->n == g->cout / g->groups && p->k == g->cin / g->groups * g->kh * g->kw
                ? p
@@ -85,7 +90,7 @@ static int conv_run(ft_ctx *ctx, ft_tensor *dst, const conv_geom *g, const char 
     int64_t kk = cin_g * g->kh * g->kw, n = g->oh * g->ow;
 
     ft_cpu_f32 fx = {0}, fw = {0}, fb = {0}, fr = {0};
-    const ft_cpu_packed_b *pk = conv_packed(dst, g);
+    const ft_cpu_packed_b *pk = conv_packed(ctx, dst, g);
     float *y = dst->dtype == FT_DTYPE_F32 ? (float *)dst->data
                                           : malloc((size_t)(ft_numel(dst) > 0 ? ft_numel(dst) : 1) *
                                                    sizeof(float)); /* [B, Cout, OH*OW] */
@@ -172,6 +177,8 @@ FT_CPU_KERNEL_DEF(conv1d) {
 }
 
 FT_CPU_KERNEL_DEF(conv2d) {
+    /* a graph plan's blocked-channel node: the direct kernel (nchwc_conv.c) */
+    if (dst->flags & FT_TF_NCHWC) return ft_cpu_nchwc_conv2d(ctx, dst);
     const ft_tensor *x = dst->src[0], *w = dst->src[1];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
     int64_t pads[4]; /* top, bottom, left, right: the bottom and right ones show in oh, ow */

@@ -6,6 +6,7 @@
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
+#include "nchwc.h"
 
 #include <string.h>
 
@@ -57,6 +58,16 @@ FT_CPU_KERNEL_DEF(copy) {
     const ft_tensor *x = dst->src[0];
     int st = check_conversion(ctx, x->dtype, dst->dtype);
     if (st) return st;
+    if ((x->flags ^ dst->flags) & FT_TF_NCHWC) {
+        /* a graph plan's reorder at the edge of a blocked-channel region (graph/pass_nchwc.c) */
+        if (x->dtype != FT_DTYPE_F32 || dst->dtype != FT_DTYPE_F32 || x->ndim != 4 || x->ne[1] % FT_NCHWC ||
+            !ft_tensor_contiguous(x) || !ft_tensor_contiguous(dst) || ft_numel(x) != ft_numel(dst))
+            return ft_set_error(ctx, FT_ERR_INTERNAL, "copy: a blocked-channel reorder of an unsupported "
+                                                      "tensor (%s)", dst->name);
+        ft_cpu_nchwc_reorder(x->data, dst->data, x->ne[0], x->ne[1], x->ne[2] * x->ne[3],
+                             (dst->flags & FT_TF_NCHWC) != 0);
+        return FT_OK;
+    }
     if ((st = ft_cpu_need_contiguous(ctx, dst, "output"))) return st;
     if (ft_numel(dst) == 0) return FT_OK;
     copy_into(x, dst->data, dst->dtype, dst->nb);

@@ -5,15 +5,15 @@
  *
  * The SGEMM is the classic blocked scheme: B is packed into KC x NR column
  * slivers, A into MR x KC row slivers (alpha folded in while packing), and a
- * register-tiled MR x NR micro-kernel multiplies one sliver pair with all its
- * accumulators in registers. The micro-kernel is plain C with fixed trip
- * counts that gcc vectorises; on x86-64 it is cloned for AVX2+FMA and AVX-512
- * and the widest the CPU has is picked at load time. With AVX-512 the tile is
- * 12 x 16 (12 zmm accumulators hide the FMA latency); otherwise 6 x 16, which
- * fits the 16 ymm registers of AVX2.
+ * register-tiled micro-kernel multiplies one A sliver with one or two B
+ * slivers, all its accumulators in registers. The micro-kernels, the packing
+ * and the blocking sizes (from the host's ISA and cache sizes, at run time)
+ * are in gemm_micro.c; this file runs the loop nest, splits it over threads
+ * and keeps operands packed once (weights).
  */
 #include "gemm.h"
 #include "../../engine/ft_checked.h"
+#include "gemm_micro.h"
 #include "scratch.h"
 #include "vrow.h"
 
@@ -22,187 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NR FT_CPU_GEMM_NR /* micro-tile columns (one zmm, two ymm) */
-#define MR_MAX 12  /* largest micro-tile rows */
-#define KC 256     /* depth of a packed block: an A sliver + a B sliver stay in L1 */
-#define MC 96      /* rows of a packed A block (a multiple of every MR): in L2 */
-#define NC 4096    /* columns of a packed B panel */
-#ifndef CONV_NC
-#define CONV_NC 512 /* columns of a convolution's B panel (KC x CONV_NC: 512 KiB, in L2) */
-#endif
+#define NR FT_CPU_GEMM_NR /* columns of a packed B sliver */
+#define MR_MAX FT_CPU_GEMM_MR_MAX
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define FT_HAVE_GCC 1
-#endif
+typedef const ft_cpu_gemm_kern *gemm_kernel;
 
-#if defined(__GNUC__)
-#define FT_INLINE static inline __attribute__((always_inline))
-#else
-#define FT_INLINE static inline
-#endif
-
-#if defined(FT_HAVE_GCC) && defined(__x86_64__) && __GNUC__ >= 11
-#define FT_GEMM_X86_CLONES 1
-#endif
-
-/* ------------------------------------------------------------------------- */
-/* micro-kernels                                                             */
-/* ------------------------------------------------------------------------- */
-
-#ifdef FT_HAVE_GCC
-/* -std=c11 turns FMA contraction off; the micro-kernel wants it, and -O3 for
- * the complete unrolling of its fixed-size loops. */
-#pragma GCC push_options
-#pragma GCC optimize("O3", "fp-contract=fast")
-#endif
-
-/* C[mr, nr] (= or +=beta*) a sliver [kc, MRC] times b sliver [kc, NR]. */
-FT_INLINE void micro_body(const int MRC, int64_t kc, const float *restrict a,
-                          const float *restrict b, float *restrict c, int64_t ldc, float beta,
-                          int mr, int nr) {
-    float acc[MR_MAX][NR];
-    for (int i = 0; i < MRC; i++)
-        for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
-    for (int64_t p = 0; p < kc; p++) {
-        const float *ap = a + p * MRC, *bp = b + p * NR;
-#if defined(__GNUC__)
-#pragma GCC unroll 16
-#endif
-        for (int i = 0; i < MRC; i++) {
-            const float ai = ap[i];
-#pragma omp simd
-            for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
-        }
-    }
-    if (mr == MRC && nr == NR) {
-        if (beta == 0.0f) {
-            for (int i = 0; i < MRC; i++)
-                for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
-        } else {
-            for (int i = 0; i < MRC; i++)
-                for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j] + beta * c[i * ldc + j];
-        }
-        return;
-    }
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++)
-            c[i * ldc + j] = beta == 0.0f ? acc[i][j] : acc[i][j] + beta * c[i * ldc + j];
-}
-
-typedef void (*micro_fn)(int64_t kc, const float *restrict a, const float *restrict b,
-                         float *restrict c, int64_t ldc, float beta, int mr, int nr);
-
-/* (not under ThreadSanitizer: it instruments the clones' ifunc resolver, which the
- * dynamic loader runs before the sanitizer's runtime is up, and crashes) */
-#if defined(FT_GEMM_X86_CLONES) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-static void micro_6x16(int64_t kc, const float *restrict a, const float *restrict b,
-                       float *restrict c, int64_t ldc, float beta, int mr, int nr) {
-    micro_body(6, kc, a, b, c, ldc, beta, mr, nr);
-}
-
-#ifdef FT_GEMM_X86_CLONES
-__attribute__((target("arch=x86-64-v4")))
-static void micro_12x16(int64_t kc, const float *restrict a, const float *restrict b,
-                        float *restrict c, int64_t ldc, float beta, int mr, int nr) {
-    micro_body(12, kc, a, b, c, ldc, beta, mr, nr);
-}
-#endif
-
-/* ------------------------------------------------------------------------- */
-/* packing                                                                   */
-/* ------------------------------------------------------------------------- */
-
-/* op(A)[i0:i0+mc, p0:p0+kc] * alpha into slivers of mr rows: sliver s holds
- * [kc][mr] with rows past mc zero-filled. */
-static void pack_a(bool ta, const float *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
-                   int64_t kc, float alpha, int mr, float *restrict pa) {
-    for (int64_t s = 0; s < mc; s += mr) {
-        int rows = (int)(mc - s < mr ? mc - s : mr);
-        float *dst = pa + s * kc;
-        if (ta) {
-            /* op(A)(i, p) = a[p*lda + i]: each p reads rows contiguous */
-            for (int64_t p = 0; p < kc; p++) {
-                const float *src = a + (p0 + p) * lda + i0 + s;
-                int r = 0;
-                for (; r < rows; r++) dst[p * mr + r] = alpha * src[r];
-                for (; r < mr; r++) dst[p * mr + r] = 0.0f;
-            }
-        } else {
-            for (int r = 0; r < rows; r++) {
-                const float *src = a + (i0 + s + r) * lda + p0;
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * src[p];
-            }
-            for (int r = rows; r < mr; r++)
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = 0.0f;
-        }
-    }
-}
-
-/* op(B)[p0:p0+kc, j0:j0+nc] into slivers of NR columns: [kc][NR], zero-filled. */
-static void pack_b(bool tb, const float *b, int64_t ldb, int64_t p0, int64_t j0, int64_t kc,
-                   int64_t nc, float *restrict pb) {
-    for (int64_t s = 0; s < nc; s += NR) {
-        int cols = (int)(nc - s < NR ? nc - s : NR);
-        float *dst = pb + s * kc;
-        if (tb) {
-            /* op(B)(p, j) = b[j*ldb + p]: reading NR rows side by side keeps the writes
-             * sequential, ~3x faster than one row at a time */
-            const float *src = b + (j0 + s) * ldb + p0;
-            if (cols == NR) {
-                for (int64_t p = 0; p < kc; p++)
-                    for (int c = 0; c < NR; c++) dst[p * NR + c] = src[c * ldb + p];
-            } else {
-                for (int64_t p = 0; p < kc; p++) {
-                    int c = 0;
-                    for (; c < cols; c++) dst[p * NR + c] = src[c * ldb + p];
-                    for (; c < NR; c++) dst[p * NR + c] = 0.0f;
-                }
-            }
-        } else {
-            for (int64_t p = 0; p < kc; p++) {
-                const float *src = b + (p0 + p) * ldb + j0 + s;
-                int c = 0;
-                if (cols == NR) {
-                    for (; c < NR; c++) dst[p * NR + c] = src[c];
-                } else {
-                    for (; c < cols; c++) dst[p * NR + c] = src[c];
-                    for (; c < NR; c++) dst[p * NR + c] = 0.0f;
-                }
-            }
-        }
-    }
-}
-
-
-#ifdef FT_HAVE_GCC
-#pragma GCC pop_options
-#endif
-
-/* ------------------------------------------------------------------------- */
-/* the blocked product                                                       */
-/* ------------------------------------------------------------------------- */
-
-typedef struct gemm_kernel {
-    micro_fn fn;
-    int mr;
-} gemm_kernel;
-
-static gemm_kernel pick_kernel(void) {
-#ifdef FT_GEMM_X86_CLONES
-    /* everything x86-64-v4 implies, by names every gcc with that target knows */
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("fma"))
-        return (gemm_kernel){micro_12x16, 12};
-#endif
-    return (gemm_kernel){micro_6x16, 6};
-}
+static gemm_kernel pick_kernel(void) { return ft_cpu_gemm_kern_get(); }
 
 typedef struct gemm_bufs {
-    float *pa; /* [MC][KC] */
-    float *pb; /* [KC][round_up(min(n, NC), NR)] */
+    float *pa; /* [mc][kc] */
+    float *pb; /* [kc][round_up(min(n, nc), NR)] */
     ft_cpu_buf ba, bb;
 } gemm_bufs;
 
@@ -212,10 +41,11 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
  * (captured before the team forms: workers do not see the caller's current
  * scratch) or malloc'd without one. */
 static int bufs_alloc(gemm_bufs *bf, ft_cpu_scratch *sc, int64_t n, int64_t k) {
-    int64_t kc = k < KC ? k : KC, nc = round_up(n < NC ? n : NC, NR);
+    gemm_kernel kr = pick_kernel();
+    int64_t kc = k < kr->kc ? k : kr->kc, nc = round_up(n < kr->nc ? n : kr->nc, NR);
     if (kc < 1) kc = 1;
     if (n == 0) nc = 1; /* B comes packed: no B buffer */
-    bf->pa = ft_cpu_buf_get(&bf->ba, sc, FT_SCR_GEMM_A, (size_t)(MC * kc) * sizeof(float));
+    bf->pa = ft_cpu_buf_get(&bf->ba, sc, FT_SCR_GEMM_A, (size_t)(kr->mc * kc) * sizeof(float));
     bf->pb = bf->pa ? ft_cpu_buf_get(&bf->bb, sc, FT_SCR_GEMM_B, (size_t)(kc * nc) * sizeof(float)) : NULL;
     if (!bf->pa || !bf->pb) {
         if (bf->pa) ft_cpu_buf_put(&bf->ba);
@@ -258,16 +88,17 @@ static void tile_ep(const ft_cpu_gemm_ep *ep, float *c, int64_t ldc, int64_t mr,
 static void conv_tile(gemm_kernel kr, const ft_cpu_conv_view *cv, int64_t kc, const float *pa,
                       const float *pb, float *c, int64_t ldc, float bt, int mr, int nr, int64_t jg,
                       const ft_cpu_gemm_ep *ep, int64_t ig) {
-    int64_t npi = cv->oh * cv->ow, off[NR];
+    enum { TW = FT_CPU_GEMM_NC_MAX };
+    int64_t npi = cv->oh * cv->ow, off[TW];
     for (int j = 0; j < nr; j++) off[j] = (jg + j) / npi * cv->c_bstride + (jg + j) % npi;
-    float t[MR_MAX * NR];
+    float t[MR_MAX * TW];
     if (bt != 0.0f)
         for (int i = 0; i < mr; i++)
-            for (int j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + off[j]];
-    kr.fn(kc, pa, pb, t, NR, bt, mr, nr);
-    if (ep) tile_ep(ep, t, NR, mr, nr, ig, jg);
+            for (int j = 0; j < nr; j++) t[i * TW + j] = c[i * ldc + off[j]];
+    (nr > NR ? kr->fn : kr->fn16)(kc, pa, pb, t, TW, bt, mr, nr);
+    if (ep) tile_ep(ep, t, TW, mr, nr, ig, jg);
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) c[i * ldc + off[j]] = t[i * NR + j];
+        for (int j = 0; j < nr; j++) c[i * ldc + off[j]] = t[i * TW + j];
 }
 
 static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
@@ -281,31 +112,34 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
         if (ep) tile_ep(ep, c, ldc, m, n, i0, j0);
         return;
     }
+    const int64_t KC = kr->kc, MC = kr->mc, MR = kr->mr, TW = kr->ncols;
     /* a convolution's B panel is cut to stay in L2: its columns are rebuilt
      * from x per panel anyway, and with the batch as columns a whole-width panel
-     * (KC x batch*OH*OW) would spill */
-    const int64_t ncb = cv ? CONV_NC : NC;
+     * (kc x batch*OH*OW) would spill */
+    const int64_t ncb = cv ? kr->conv_nc : kr->nc;
     for (int64_t jc = 0; jc < n; jc += ncb) {
         int64_t nc = n - jc < ncb ? n - jc : ncb;
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             float bt = pc == 0 ? beta : 1.0f;
+            bool last = ep && pc + kc == k;
             /* op(B)'s slivers for columns j0 + jc.., packed now or once beforehand */
             const float *pb = bf->pb;
             if (pre) pb = pre->data + pc * pre->npad + (j0 + jc) * kc;
             else if (cv) ft_cpu_pack_b_conv(cv, pc, j0 + jc, kc, nc, bf->pb);
-            else pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
+            else ft_cpu_gemm_pack_b(tb, b, ldb, pc, jc, kc, nc, bf->pb);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 /* op(A)'s slivers for rows i0 + ic.., packed now or once beforehand */
                 const float *pa = bf->pa;
                 if (prea) pa = prea->data + pc * prea->npad + (i0 + ic) * kc;
-                else pack_a(ta, a, lda, ic, pc, mc, kc, alpha, kr.mr, bf->pa);
-                for (int64_t jr = 0; jr < nc; jr += NR) {
-                    int nr = (int)(nc - jr < NR ? nc - jr : NR);
-                    for (int64_t ir = 0; ir < mc; ir += kr.mr) {
-                        int mr = (int)(mc - ir < kr.mr ? mc - ir : kr.mr);
-                        bool last = ep && pc + kc == k;
+                else ft_cpu_gemm_pack_a(ta, a, lda, ic, pc, mc, kc, alpha, (int)MR, bf->pa);
+                /* tiles of TW columns (the last may be one NR sliver: fn16) */
+                for (int64_t jr = 0; jr < nc; jr += TW) {
+                    int nr = (int)(nc - jr < TW ? nc - jr : TW);
+                    ft_cpu_micro_fn fn = nr > NR ? kr->fn : kr->fn16;
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        int mr = (int)(mc - ir < MR ? mc - ir : MR);
                         float *ct;
                         if (cv) {
                             /* C's columns are image planes: c + b * c_bstride, row stride OH*OW */
@@ -319,7 +153,7 @@ static void gemm_serial(gemm_kernel kr, bool ta, bool tb, int64_t m, int64_t n, 
                         } else {
                             ct = c + (ic + ir) * ldc + jc + jr;
                         }
-                        kr.fn(kc, pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
+                        fn(kc, pa + ir * kc, pb + jr * kc, ct, ldc, bt, mr, nr);
                         if (last) tile_ep(ep, ct, ldc, mr, nr, i0 + ic + ir, j0 + jc + jr);
                     }
                 }
@@ -349,14 +183,14 @@ int ft_cpu_gemm_threads(void) { return omp_in_parallel() ? 1 : ft_cpu_threads();
  * and B columns of its block, so the split minimising total packing
  * (tn * M*K + tm * N*K) wins; blocks stay at least one micro-tile wide.
  */
-static void choose_grid(int nt, int64_t m, int64_t n, int64_t k, int mr, int *tm, int *tn) {
+static void choose_grid(int nt, int64_t m, int64_t n, int64_t k, int mr, int tw, int *tm, int *tn) {
     double best = -1;
     *tm = 1;
     *tn = 1;
     for (int d = 1; d <= nt; d++) {
         if (nt % d) continue;
         int cn = d, cm = nt / d;
-        if ((n + NR - 1) / NR < cn || (m + mr - 1) / mr < cm) continue;
+        if ((n + tw - 1) / tw < cn || (m + mr - 1) / mr < cm) continue;
         double cost = (double)cn * (double)m * (double)k + (double)cm * (double)n * (double)k;
         if (best < 0 || cost < best) {
             best = cost;
@@ -380,9 +214,9 @@ int ft_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
  * Splitting the rows makes every thread pack the same B; splitting the columns
  * leaves a ragged last micro-tile (49 = 3 x 16 + 1 columns at ResNet's 7 x 7).
  */
-static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, bool a_packed,
+static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, int tw, bool a_packed,
                               bool b_view, int *tm, int *tn) {
-    int64_t mt = (m + mr - 1) / mr, ntl = (n + NR - 1) / NR;
+    int64_t mt = (m + mr - 1) / mr, ntl = (n + tw - 1) / tw;
     double best = -1;
     *tm = 1;
     *tn = 1;
@@ -391,7 +225,7 @@ static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, b
         int cn = d, cm = nt / d;
         if (ntl < cn || mt < cm) continue;
         double rt = (double)((mt + cm - 1) / cm), ct = (double)((ntl + cn - 1) / cn);
-        double cost = rt * ct * mr * NR * (double)k / 16.0 + ct * NR * (double)k * (b_view ? 2.0 : 1.0) +
+        double cost = rt * ct * mr * tw * (double)k / 16.0 + ct * tw * (double)k * (b_view ? 2.0 : 1.0) +
                       (a_packed ? 0.0 : rt * mr * (double)k);
         if (best < 0 || cost < best) {
             best = cost;
@@ -399,6 +233,53 @@ static void choose_grid_tiles(int nt, int64_t m, int64_t n, int64_t k, int mr, b
             *tn = cn;
         }
     }
+}
+
+/*
+ * A product with B packed once (a weight) on nt threads, robust to a thread
+ * the OS takes away for a while (a busy host): each thread packs all of A once
+ * (as the static column split does) and the columns are then taken in chunks
+ * of whole tiles, dynamically, so the other thread finishes the work of one
+ * that lost its core instead of waiting for it at the join. Same tiles, same
+ * depth blocks, so the same result to the bit as the static split. Returns 1
+ * (declined: the packed A would not fit the scratch budget, or too few tiles),
+ * else 0 or -1 (out of memory).
+ */
+static int sgemm_dynamic(gemm_kernel kr, ft_cpu_scratch *sc, int nt, bool ta, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, float beta, float *c, int64_t ldc,
+                         const ft_cpu_gemm_ep *ep, const ft_cpu_packed_b *pre) {
+    const int64_t tw = kr->ncols, ntl = (n + tw - 1) / tw, mpad = round_up(m, kr->mr);
+    const size_t abytes = (size_t)(mpad * k) * sizeof(float);
+    if (ntl < 2 * nt || abytes > ((size_t)4 << 20)) return 1;
+    const int64_t chunks = ntl < 4 * nt ? ntl : 4 * nt, KC = kr->kc, MC = kr->mc;
+    int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+    {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
+        ft_cpu_buf ab;
+        float *ap = ft_cpu_buf_get(&ab, sc, FT_SCR_GEMM_AP, abytes);
+        if (!ap) failed = 1;
+        /* A's panels for every (depth, row) block, laid out as ft_cpu_pack_a's */
+        for (int64_t pc = 0; ap && pc < k; pc += KC) {
+            const int64_t kc = k - pc < KC ? k - pc : KC;
+            for (int64_t ic = 0; ic < m; ic += MC)
+                ft_cpu_gemm_pack_a(ta, a, lda, ic, pc, m - ic < MC ? m - ic : MC, kc, alpha, kr->mr,
+                                   ap + pc * mpad + ic * kc);
+        }
+        ft_cpu_packed_b pa = {0, k, m, mpad, ap, NULL, kr->mr, 1, 0}; /* a view: never freed */
+        gemm_bufs bf = {0}; /* both operands come packed: no packing buffers */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            if (!ap) continue;
+            const int64_t j0 = ch * ntl / chunks * tw, j1 = (ch + 1) * ntl / chunks * tw;
+            const int64_t nj = (j1 < n ? j1 : n) - j0;
+            if (nj > 0)
+                gemm_serial(kr, ta, false, m, nj, k, alpha, NULL, lda, NULL, 0, beta, c + j0, ldc, &bf, ep, 0, j0,
+                            pre, &pa, NULL);
+        }
+        ft_cpu_buf_put(&ab);
+    }
+    return failed ? -1 : 0;
 }
 
 static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
@@ -413,13 +294,20 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     /* small products do not pay for waking the team */
     if ((double)m * (double)n * (double)k < 64.0 * 64.0 * 64.0) nt = 1;
     int tm = 1, tn = 1;
-    if (nt > 1 && pre && (n + NR - 1) / NR >= nt)
-        tn = nt; /* B packed once for all: split the columns, each thread packs only its
-                  * slice of the small A */
+    if (nt > 1 && pre && (n + kr->ncols - 1) / kr->ncols >= nt)
+        tn = nt; /* B packed once for all: split the columns; each thread packs all of
+                  * A (the activations, small beside the weight). Measured against
+                  * splitting the rows (no A packed twice): as fast in CPU time at
+                  * BERT's batch 8, faster by the wall clock at batch 1, where half
+                  * the rows would halve each B tile's reuse */
     else if (nt > 1 && (prea || cv))
-        choose_grid_tiles(nt, m, n, k, kr.mr, prea != NULL, cv != NULL, &tm, &tn);
+        choose_grid_tiles(nt, m, n, k, kr->mr, kr->ncols, prea != NULL, cv != NULL, &tm, &tn);
     else if (nt > 1)
-        choose_grid(nt, m, n, k, kr.mr, &tm, &tn);
+        choose_grid(nt, m, n, k, kr->mr, kr->ncols, &tm, &tn);
+    if (nt > 1 && pre && !prea && !cv && tn == nt && k > 0) {
+        int r = sgemm_dynamic(kr, sc, nt, ta, m, n, k, alpha, a, lda, beta, c, ldc, ep, pre);
+        if (r != 1) return r;
+    }
     if (tm * tn == 1) {
         gemm_bufs bf;
         if (bufs_alloc(&bf, sc, pre ? 0 : n, k)) return -1;
@@ -430,15 +318,16 @@ static int sgemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     }
     /* blocks of whole micro-tiles (no tile straddles two threads), as even as the
      * tile counts allow */
-    int64_t mt = (m + kr.mr - 1) / kr.mr, ntl = (n + NR - 1) / NR;
+    const int64_t tw = kr->ncols;
+    int64_t mt = (m + kr->mr - 1) / kr->mr, ntl = (n + tw - 1) / tw;
     int failed = 0;
 #pragma omp parallel num_threads(tm * tn) reduction(| : failed)
     {
         int t = omp_get_thread_num();
         if (t == 0) ft_cpu_team_note(omp_get_num_threads());
         int64_t ti = t / tn, tj = t % tn;
-        int64_t i0 = ti * mt / tm * kr.mr, i1 = (ti + 1) * mt / tm * kr.mr;
-        int64_t j0 = tj * ntl / tn * NR, j1 = (tj + 1) * ntl / tn * NR;
+        int64_t i0 = ti * mt / tm * kr->mr, i1 = (ti + 1) * mt / tm * kr->mr;
+        int64_t j0 = tj * ntl / tn * tw, j1 = (tj + 1) * ntl / tn * tw;
         int64_t mi = (i1 < m ? i1 : m) - i0, nj = (j1 < n ? j1 : n) - j0;
         if (mi > 0 && nj > 0) {
             gemm_bufs bf;
@@ -499,13 +388,14 @@ ft_cpu_packed_b *ft_cpu_pack_b_groups(int64_t groups, bool tb, int64_t k, int64_
     float *d = p->data;
     /* depth block pc of a group holds [kc][npad] as NR-column slivers: exactly what
      * pack_b writes for the whole width, so the blocked loop reads it in place */
+    const int64_t KC = pick_kernel()->kc, NC = pick_kernel()->nc;
     int64_t nkb = (k + KC - 1) / KC, ncb = (n + NC - 1) / NC, nb = groups * nkb * ncb;
 #pragma omp parallel for num_threads(ft_cpu_threads()) if (nb > 1 && groups * k * n > 65536 && !omp_in_parallel())
     for (int64_t t = 0; t < nb; t++) {
         int64_t g = t / (nkb * ncb), r = t % (nkb * ncb);
         int64_t pc = (r / ncb) * KC, jc = (r % ncb) * NC;
         int64_t kc = k - pc < KC ? k - pc : KC, nc = n - jc < NC ? n - jc : NC;
-        pack_b(tb, b + g * group_stride, ldb, pc, jc, kc, nc, d + g * npad * k + pc * npad + jc * kc);
+        ft_cpu_gemm_pack_b(tb, b + g * group_stride, ldb, pc, jc, kc, nc, d + g * npad * k + pc * npad + jc * kc);
     }
     return p;
 }
@@ -533,7 +423,8 @@ int ft_cpu_sgemm_packed(bool ta, int64_t m, float alpha, const float *a, int64_t
 ft_cpu_packed_b *ft_cpu_pack_a_groups(int64_t groups, int64_t m, int64_t k, const float *a,
                                       int64_t lda) {
     if (k <= 0 || m <= 0 || groups <= 0) return NULL;
-    int mr = pick_kernel().mr;
+    const int mr = pick_kernel()->mr;
+    const int64_t KC = pick_kernel()->kc, MC = pick_kernel()->mc;
     int64_t mpad = round_up(m, mr), kg;
     if (!ft_mul_ok(k, groups, &kg)) return NULL;
     ft_cpu_packed_b *p = packed_new(kg, m, mpad);
@@ -549,7 +440,7 @@ ft_cpu_packed_b *ft_cpu_pack_a_groups(int64_t groups, int64_t m, int64_t k, cons
         int64_t g = t / (nkb * nmb), r = t % (nkb * nmb);
         int64_t pc = (r / nmb) * KC, ic = (r % nmb) * MC;
         int64_t kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
-        pack_a(false, a + g * m * lda, lda, ic, pc, mc, kc, 1.0f, mr,
+        ft_cpu_gemm_pack_a(false, a + g * m * lda, lda, ic, pc, mc, kc, 1.0f, mr,
                p->data + g * mpad * k + pc * mpad + ic * kc);
     }
     return p;
@@ -562,7 +453,7 @@ ft_cpu_packed_b *ft_cpu_pack_a(int64_t m, int64_t k, const float *a, int64_t lda
 int ft_cpu_sgemm_packed_a(const ft_cpu_packed_b *pa, int64_t n, const float *b, int64_t ldb,
                           float beta, float *c, int64_t ldc, const ft_cpu_gemm_ep *ep) {
     /* the micro-kernel the panels were cut for (the CPU does not change) */
-    if (pa->mr != pick_kernel().mr) return -1;
+    if (pa->mr != pick_kernel()->mr) return -1;
     return sgemm_impl(false, false, pa->n, n, pa->k, 1.0f, NULL, 0, b, ldb, beta, c, ldc, ep, NULL, pa, NULL);
 }
 
@@ -572,7 +463,7 @@ int ft_cpu_sgemm_conv(const ft_cpu_packed_b *pa, const float *a, int64_t lda, in
     int64_t k = v->cin_g * v->kh * v->kw, npi = v->oh * v->ow;
     if (k <= 0 || npi <= 0 || batch <= 0) return k <= 0 ? -1 : 0;
     if (pa) {
-        if (pa->mr != pick_kernel().mr || pa->k != k) return -1;
+        if (pa->mr != pick_kernel()->mr || pa->k != k) return -1;
         m = pa->n;
     }
     return sgemm_impl(false, false, m, batch * npi, k, 1.0f, pa ? NULL : a, lda, NULL, 0, beta, c,

@@ -103,7 +103,7 @@ typedef struct ft_cpu_conv_view {
     int64_t c_bstride;       /* elements from one image of C to the next */
 } ft_cpu_conv_view;
 
-/* Columns of the micro-tile and of a packed B sliver. */
+/* Columns of a packed B sliver (a micro-tile spans one or two, gemm_micro.c). */
 #define FT_CPU_GEMM_NR 16
 
 /* conv_pack.c: rows p0.. and columns j0.. (global over the batch) of v's op(B)

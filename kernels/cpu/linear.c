@@ -7,6 +7,8 @@
 #include "cpu_common.h"
 #include "cpu_kernels.h"
 #include "gemm.h"
+#include "gemm_micro.h"
+#include "nchwc.h"
 #include "pack_cache.h"
 #include "vrow.h"
 
@@ -79,7 +81,9 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
         !ft_dtype_is_float(w->dtype))
         return FT_OK;
     if (n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D) {
-        if (ft_cpu_conv_prepack(ctx, n)) {
+        ft_cpu_set_threads(ctx->cpu_threads);
+        bool done = (n->flags & FT_TF_NCHWC) ? ft_cpu_nchwc_conv_prepack(n) : ft_cpu_conv_prepack(ctx, n);
+        if (done) {
 #pragma omp atomic
             prepacks_made++;
         }
@@ -109,11 +113,14 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
 
 int ft_cpu_prepack_shared(ft_ctx *ctx, ft_tensor *n, ft_tensor *const *done, int n_done) {
     const ft_tensor *w = n->src[1];
-    bool packable = n->device == FT_DEVICE_CPU && !n->extra && w && w->data &&
+    /* SGEMM panels only: a blocked-channel convolution's weight (ft_cpu_nchwc_w)
+     * has no reference count, and is packed per node */
+    bool packable = n->device == FT_DEVICE_CPU && !n->extra && w && w->data && !(n->flags & FT_TF_NCHWC) &&
                     (n->op == FT_OP_LINEAR || n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D);
     for (int i = 0; packable && i < n_done; i++) {
         const ft_tensor *o = done[i], *ow = o->src[1];
-        if (o == n || o->op != n->op || !o->extra || !ow || ow->data != w->data || ow->dtype != w->dtype ||
+        if (o == n || o->op != n->op || !o->extra || (o->flags & FT_TF_NCHWC) ||
+            *(const uint32_t *)o->extra == FT_CPU_NCHWC_W_MAGIC || !ow || ow->data != w->data || ow->dtype != w->dtype ||
             ow->ndim != w->ndim || memcmp(ow->ne, w->ne, sizeof w->ne[0] * (size_t)w->ndim))
             continue;
         if (n->op != FT_OP_LINEAR &&
@@ -132,7 +139,9 @@ void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
     if (n->op != FT_OP_LINEAR && n->op != FT_OP_LINEAR_GROUPED && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D)
         return;
-    ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
+    /* a blocked-channel convolution's weight (ft_cpu_nchwc_w) or SGEMM panels */
+    if (*(const uint32_t *)n->extra == FT_CPU_NCHWC_W_MAGIC) ft_cpu_nchwc_w_free((ft_cpu_nchwc_w *)n->extra);
+    else ft_cpu_packed_b_free((ft_cpu_packed_b *)n->extra);
     n->extra = NULL;
 }
 
@@ -251,14 +260,6 @@ done:
 /* attention                                                                 */
 /* ------------------------------------------------------------------------- */
 
-/* Rows of the score matrix handled at once, so the scratch stays ~4 MiB. */
-static int64_t score_rows(int64_t sq, int64_t sk) {
-    int64_t r = (int64_t)1 << 20;
-    r = sk > 0 ? r / sk : sq;
-    if (r < 1) r = 1;
-    return r < sq ? r : sq;
-}
-
 typedef struct attn_args {
     const float *q, *k, *v;  /* f32 bases */
     int64_t qs[3], ks[3], vs[3]; /* element strides of B, H, S */
@@ -268,7 +269,8 @@ typedef struct attn_args {
     int64_t os[3];           /* its strides over B, H, Sq (the last is 1) */
     int64_t h, sq, sk, d, dv;
     float scale;
-    int causal;              /* HF GPT-2's causal replacement (ft_params_softmax) */
+    int64_t qb;              /* query rows per block (a multiple of the micro-tile's rows) */
+    int causal;              /* HF GPT-2's causal replacement (ft_params_attention) */
 } attn_args;
 
 /* max-subtracted softmax of one score row, mask added first; every key masked
@@ -290,44 +292,96 @@ static void softmax_row(float *s, int64_t sk, const float *m, int64_t mstride) {
     ft_cpu_row_softmax(s, sk);
 }
 
-/* rows [i0, i0+ni) of head (b, hh); s is scratch [ni, Sk]. 0 or -1 (OOM). */
-static int attn_block(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int64_t ni, float *s) {
-    const float *q = A->q + b * A->qs[0] + hh * A->qs[1] + i0 * A->qs[2];
+static int64_t rup(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Floats of one thread's attention scratch: K^T and V packed for a head, then a
+ * query block's Q slivers, scores [qb, Sk] and probability slivers. */
+static int64_t attn_floats(const attn_args *A, int mr) {
+    int64_t skp = rup(A->sk, FT_CPU_GEMM_NR), qbp = rup(A->qb, mr);
+    return A->d * skp + A->sk * rup(A->dv, FT_CPU_GEMM_NR) + qbp * A->d + 2 * qbp * A->sk;
+}
+
+/*
+ * Rows [i0, i1) of head (b, hh), one query block of A->qb rows at a time, all on
+ * the SGEMM's micro-kernels: K^T and V are packed once for the head, then per
+ * block S [qb, Sk] = scale Q K^T, the masked softmax of each row, O = P V written
+ * straight into the output. Only a [qb, Sk] block of scores exists (cache
+ * resident), never [Sq, Sk]. The products are summed in the order the blocked
+ * SGEMM sums them: V and P in depth blocks of its kc, each block's sum added to
+ * the output, so P V is the unfused path's to the bit, and so is Q K^T for D
+ * within one depth block.
+ *
+ * Causal (HF GPT-2): the scores of query i at keys j > i + (Sk - Sq) are replaced
+ * by finfo(float32).min before the mask is added (ft_cpu_causal_row), so their
+ * products are not computed (a block computes the tiles of keys below its last
+ * row's limit); P V stops at the last key with a nonzero probability in any row
+ * of the block, rounded up to a depth block (the keys skipped add exact zeros).
+ */
+static void attn_rows(const attn_args *A, int64_t b, int64_t hh, int64_t i0, int64_t i1, float *buf) {
+    const ft_cpu_gemm_kern *kr = ft_cpu_gemm_kern_get();
+    const int mr = kr->mr;
+    const int64_t NR = FT_CPU_GEMM_NR, TW = kr->ncols, KC = kr->kc, sk = A->sk, d = A->d, dv = A->dv;
+    const int64_t skp = rup(sk, NR), dvp = rup(dv, NR), qbp = rup(A->qb, mr), off = sk - A->sq;
+    const float *q = A->q + b * A->qs[0] + hh * A->qs[1];
     const float *k = A->k + b * A->ks[0] + hh * A->ks[1];
     const float *v = A->v + b * A->vs[0] + hh * A->vs[1];
-    float *o = A->out + b * A->os[0] + hh * A->os[1] + i0 * A->os[2];
-    /* causal: keys past the block's last allowed one only ever hold the replaced
-     * value, so their products are not computed */
-    const int64_t off = A->sk - A->sq;
-    int64_t kend = A->sk;
-    if (A->causal) {
-        kend = i0 + ni + off;
-        kend = kend < 0 ? 0 : kend > A->sk ? A->sk : kend;
-    }
-    /* s [ni, Sk] = scale * q [ni, D] k^T, k rows [Sk, D] */
-    if (kend > 0 && ft_cpu_sgemm(false, true, ni, kend, A->d, A->scale, q, A->qs[2], k, A->ks[2], 0.0f,
-                                 s, A->sk))
-        return -1;
-    int64_t kz = A->causal ? 0 : A->sk; /* keys up to the last nonzero probability */
-    for (int64_t i = 0; i < ni; i++) {
-        const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (i0 + i) * A->ms[2]
-                                 : NULL;
-        float *row = s + i * A->sk;
-        if (A->causal) ft_cpu_causal_row(row, A->sk, i0 + i, off);
-        softmax_row(row, A->sk, m, A->ms[3]);
-        if (A->causal) { /* p v over keys whose probability is 0 in every row adds nothing */
-            int64_t j = A->sk;
-            while (j > kz && row[j - 1] == 0.0f) j--;
-            kz = j;
+    float *o = A->out + b * A->os[0] + hh * A->os[1];
+    /* kt: K^T slivers [D][NR] per NR keys; vp: V [Sk][Dv] in depth blocks of KC keys,
+     * block c at c * KC * Dvp holding slivers [kcc][NR]; pp likewise for P, per row sliver */
+    float *kt = buf, *vp = kt + d * skp, *qp = vp + sk * dvp, *s = qp + qbp * d, *pp = s + qbp * sk;
+    /* causal: the keys any of the rows [i0, i1) sees, to whole tiles (a tile reads
+     * all its slivers) */
+    int64_t kmax = A->causal ? rup(i1 + off, TW) : sk;
+    kmax = kmax < 0 ? 0 : kmax > sk ? sk : kmax;
+    if (kmax > 0) ft_cpu_gemm_pack_b(true, k, A->ks[2], 0, 0, d, kmax, kt);
+    int64_t vdone = 0; /* V's depth blocks packed so far (on first use) */
+    for (int64_t r0 = i0; r0 < i1; r0 += A->qb) {
+        const int64_t nq = i1 - r0 < A->qb ? i1 - r0 : A->qb;
+        /* S [nq, kend) = scale Q K^T (the scale folded into Q's slivers, as the SGEMM
+         * folds alpha); causal: the keys past the block's last row's limit are left
+         * for ft_cpu_causal_row */
+        int64_t kend = A->causal ? r0 + nq + off : sk;
+        kend = kend < 0 ? 0 : kend > sk ? sk : kend;
+        if (kend > 0) {
+            ft_cpu_gemm_pack_a(false, q, A->qs[2], r0, 0, nq, d, A->scale, mr, qp);
+            for (int64_t jr = 0; jr < kend; jr += TW) {
+                const int nr = (int)(sk - jr < TW ? sk - jr : TW);
+                for (int64_t ir = 0; ir < nq; ir += mr)
+                    (nr > NR ? kr->fn : kr->fn16)(d, qp + ir * d, kt + jr * d, s + ir * sk + jr, sk, 0.0f,
+                                                  (int)(nq - ir < mr ? nq - ir : mr), nr);
+            }
+        }
+        int64_t kz = A->causal ? 0 : sk; /* keys up to the last nonzero probability */
+        for (int64_t i = 0; i < nq; i++) {
+            const float *m = A->mask ? A->mask + b * A->ms[0] + hh * A->ms[1] + (r0 + i) * A->ms[2] : NULL;
+            float *row = s + i * sk;
+            if (A->causal) ft_cpu_causal_row(row, sk, r0 + i, off);
+            softmax_row(row, sk, m, A->ms[3]);
+            if (A->causal) { /* NaN rows (every key masked) keep all keys */
+                int64_t j = sk;
+                while (j > kz && row[j - 1] == 0.0f) j--;
+                kz = j;
+            }
+        }
+        /* O [nq, Dv] = P [nq, Sk] V, into the output rows, one depth block at a time
+         * (at least one: a row of zeros still writes its output) */
+        const int64_t nkb = kz > 0 ? (kz + KC - 1) / KC : 1;
+        for (int64_t c = 0; c < nkb; c++) {
+            const int64_t p0 = c * KC, kcc = sk - p0 < KC ? sk - p0 : KC;
+            float *vc = vp + p0 * dvp, *pc = pp + p0 * qbp;
+            for (; vdone <= c; vdone++) {
+                const int64_t q0 = vdone * KC;
+                ft_cpu_gemm_pack_b(false, v, A->vs[2], q0, 0, sk - q0 < KC ? sk - q0 : KC, dv, vp + q0 * dvp);
+            }
+            ft_cpu_gemm_pack_a(false, s, sk, 0, p0, nq, kcc, 1.0f, mr, pc);
+            for (int64_t jr = 0; jr < dv; jr += TW) {
+                const int nr = (int)(dv - jr < TW ? dv - jr : TW);
+                for (int64_t ir = 0; ir < nq; ir += mr)
+                    (nr > NR ? kr->fn : kr->fn16)(kcc, pc + ir * kcc, vc + jr * kcc, o + (r0 + ir) * A->os[2] + jr,
+                                                  A->os[2], c ? 1.0f : 0.0f, (int)(nq - ir < mr ? nq - ir : mr), nr);
+            }
         }
     }
-    /* o [ni, Dv] = s [ni, Sk] v [Sk, Dv] */
-    if (kz == 0) { /* (no key at all) */
-        for (int64_t i = 0; i < ni; i++)
-            for (int64_t e = 0; e < A->dv; e++) o[i * A->os[2] + e] = 0.0f;
-        return 0;
-    }
-    return ft_cpu_sgemm(false, false, ni, A->dv, kz, 1.0f, s, A->sk, v, A->vs[2], 0.0f, o, A->os[2]);
 }
 
 FT_CPU_KERNEL_DEF(attention) {
@@ -348,9 +402,8 @@ FT_CPU_KERNEL_DEF(attention) {
     const ft_tensor *qkv[3] = {q, k, v};
     ft_cpu_f32 *f[3] = {&fq, &fk, &fv};
     int64_t *strides[3] = {A.qs, A.ks, A.vs};
-    ft_cpu_buf yb, sb = {0};
+    ft_cpu_buf yb;
     float *y = out_f32(dst, &yb);
-    float *scratch = NULL;
     int st = FT_OK;
     if (!y) {
         st = oom(ctx, "attention");
@@ -394,49 +447,45 @@ FT_CPU_KERNEL_DEF(attention) {
         }
     }
 
-    int64_t rb = score_rows(A.sq, A.sk);
-    if (A.causal && rb > 64) rb = 64; /* blocks of rows: the later keys of early rows are skipped */
-    int64_t nblk = A.sq > 0 ? (A.sq + rb - 1) / rb : 0;
-    int64_t tasks = nb_ * A.h * nblk;
+    /* query blocks whose scores [qb, Sk] stay within ~64 KiB (causal: blocks of
+     * rows also let the later keys of early rows be skipped) */
+    const int mr = ft_cpu_gemm_kern_get()->mr;
+    A.qb = (16384 / (A.sk > 0 ? A.sk : 1)) / mr * mr;
+    A.qb = A.qb < mr ? mr : A.qb > 64 ? 64 : A.qb;
+    const int64_t heads = nb_ * A.h, nqb = A.sq > 0 ? (A.sq + A.qb - 1) / A.qb : 0;
     int nt = ft_cpu_gemm_threads();
-    if (tasks <= 0) goto done;
-    if (nt > 1 && tasks >= nt) {
-        /* one head block per thread, each GEMM single-threaded */
-        int failed = 0;
-        ft_cpu_scratch *sc = ft_cpu_scratch_cur();
-#pragma omp parallel num_threads(ft_cpu_threads()) reduction(| : failed)
-        {
-            /* this thread's rows and GEMM buffers from the kernel's scratch */
-            ft_cpu_scratch *prev = ft_cpu_scratch_swap(sc);
-            ft_cpu_buf tb;
-            float *s = ft_cpu_buf_get(&tb, sc, FT_SCR_ATTN, (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
-            if (!s) failed = 1;
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t t = 0; t < tasks; t++) {
-                if (!s) continue;
-                int64_t blk = t % nblk, bh = t / nblk;
-                int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
-                if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, s)) failed = 1;
-            }
-            ft_cpu_buf_put(&tb);
-            ft_cpu_scratch_swap(prev);
-        }
-        if (failed) st = oom(ctx, "attention");
-    } else {
-        scratch = ft_cpu_buf_get(&sb, ft_cpu_scratch_cur(), FT_SCR_ATTN,
-                                 (size_t)(rb * (A.sk > 0 ? A.sk : 1)) * sizeof(float));
-        if (!scratch) {
-            st = oom(ctx, "attention");
-            goto done;
-        }
-        for (int64_t t = 0; t < tasks && st == FT_OK; t++) {
-            int64_t blk = t % nblk, bh = t / nblk;
-            int64_t i0 = blk * rb, ni = A.sq - i0 < rb ? A.sq - i0 : rb;
-            if (attn_block(&A, bh / A.h, bh % A.h, i0, ni, scratch)) st = oom(ctx, "attention");
-        }
+    if (heads <= 0 || nqb <= 0 || A.sk <= 0) {
+        /* no keys: an empty weighted sum, zeros (as PyTorch's softmax-then-matmul gives) */
+        if (heads > 0 && nqb > 0)
+            for (int64_t bh = 0; bh < heads; bh++)
+                for (int64_t i = 0; i < A.sq; i++)
+                    for (int64_t j = 0; j < A.dv; j++)
+                        A.out[(bh / A.h) * A.os[0] + (bh % A.h) * A.os[1] + i * A.os[2] + j] = 0.0f;
+        goto done;
     }
+    /* one task per head (K and V packed once), or per query block of a head when
+     * there are too few heads for the team (each packs its head's K and V) */
+    const int64_t split = nt > 1 && heads < 2 * nt ? nqb : 1, tasks = heads * split;
+    const size_t bytes = (size_t)attn_floats(&A, mr) * sizeof(float);
+    ft_cpu_scratch *sc = ft_cpu_scratch_cur();
+    int failed = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1 && tasks > 1) reduction(| : failed)
+    {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
+        ft_cpu_buf tb;
+        float *buf = ft_cpu_buf_get(&tb, sc, FT_SCR_ATTN, bytes);
+        if (!buf) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < tasks; t++) {
+            if (!buf) continue;
+            const int64_t bh = t / split, blk = t % split;
+            const int64_t i0 = split > 1 ? blk * A.qb : 0, i1 = split > 1 ? (i0 + A.qb < A.sq ? i0 + A.qb : A.sq) : A.sq;
+            attn_rows(&A, bh / A.h, bh % A.h, i0, i1, buf);
+        }
+        ft_cpu_buf_put(&tb);
+    }
+    if (failed) st = oom(ctx, "attention");
 done:
-    ft_cpu_buf_put(&sb);
     ft_cpu_f32_release(&fq);
     ft_cpu_f32_release(&fk);
     ft_cpu_f32_release(&fv);

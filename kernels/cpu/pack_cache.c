@@ -1,7 +1,8 @@
 /*
- * pack_cache.c - eager mode's cache of linear weights packed in the SGEMM's
- * panel layout, per context (graph and static plans pack once per plan instead,
- * ft_cpu_prepack).
+ * pack_cache.c - eager mode's cache of weights packed in the SGEMM's panel
+ * layouts, per context: linear weights as B panels (per output group for a
+ * grouped linear), convolution weights as A panels per group (graph and static
+ * plans pack once per plan instead, ft_cpu_prepack).
  *
  * The key. A data pointer alone is not safe: eager activations are reused at the
  * same addresses, and a freed model's weights can come back at the same address
@@ -10,7 +11,8 @@
  * ft_weight_store / ft_tensor_mark_written, which stamp its storage block with a
  * fresh process-wide version (the allocator clears it when it hands a block
  * out), so (header, block, version, data, dtype, shape, strides) names one
- * content; headers that share the storage (copies, keeps) see the same stamp.
+ * content, and (kind, groups) the panels cut from it; headers that share the
+ * storage (copies, keeps) see the same stamp.
  * Tensors made by ft_tensor_from_host are never cached: the public API does not
  * mark them, and nothing would tell the cache when a caller reuses their memory.
  *
@@ -26,14 +28,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What an entry holds: a linear weight's B panels (W^T, per output group of a
+ * grouped linear), or a convolution weight's A panels per group. One weight
+ * used both ways gets one entry per kind. */
+typedef enum pc_kind { PC_LINEAR, PC_CONV } pc_kind;
+
 typedef struct pc_entry {
     const ft_tensor *w;
     const ft_block *block;
     uint64_t version;
     const void *data;
     ft_dtype dtype;
-    int64_t ne[2], nb[2];
-    int64_t groups; /* output groups of a grouped linear's weight (1: a plain linear) */
+    int ndim;
+    int64_t ne[FT_MAX_DIMS], nb[FT_MAX_DIMS];
+    pc_kind kind;
+    int64_t groups; /* a grouped linear's output groups (1: plain), a convolution's groups */
     ft_cpu_packed_b *p;
     size_t bytes;
     uint64_t used; /* LRU clock */
@@ -75,37 +84,42 @@ static void evict(struct ft_cpu_pack_cache *c, size_t more) {
     }
 }
 
-static bool key_matches(const pc_entry *e, const ft_tensor *w, int64_t groups) {
-    return e->groups == groups && e->block == w->block && e->version == w->block->version && e->data == w->data && e->dtype == w->dtype && e->ne[0] == w->ne[0] &&
-           e->ne[1] == w->ne[1] && e->nb[0] == w->nb[0] && e->nb[1] == w->nb[1];
+/* e was cut from w's current content (any kind, any groups). */
+static bool same_content(const pc_entry *e, const ft_tensor *w) {
+    if (e->block != w->block || e->version != w->block->version || e->data != w->data ||
+        e->dtype != w->dtype || e->ndim != w->ndim)
+        return false;
+    for (int d = 0; d < w->ndim; d++)
+        if (e->ne[d] != w->ne[d] || e->nb[d] != w->nb[d]) return false;
+    return true;
 }
 
-const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w) {
-    return ft_cpu_pack_cache_linear_groups(ctx, w, 1);
-}
-
-const ft_cpu_packed_b *ft_cpu_pack_cache_linear_groups(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
+/* w's panels from the cache, packed on a miss (see pc_kind; groups >= 1). */
+static const ft_cpu_packed_b *cache_get(ft_ctx *ctx, const ft_tensor *w, pc_kind kind, int64_t groups) {
     if (groups < 1 || !w || !w->data || !(w->flags & FT_TF_WEIGHT) || !w->block ||
-        w->block->version == 0 || (w->flags & FT_TF_RELEASED) || w->ndim != 2 ||
-        !ft_dtype_is_float(w->dtype) || w->device != FT_DEVICE_CPU)
+        w->block->version == 0 || (w->flags & FT_TF_RELEASED) || w->ndim < 2 || w->ndim > FT_MAX_DIMS ||
+        (kind == PC_LINEAR && w->ndim != 2) || !ft_dtype_is_float(w->dtype) || w->device != FT_DEVICE_CPU)
         return NULL;
     struct ft_cpu_pack_cache *c = cache_of(ctx);
     if (!c || c->limit == 0) return NULL;
-    int stale = -1;
-    for (int i = 0; i < c->n; i++) {
+    for (int i = c->n - 1; i >= 0; i--) {
         if (c->e[i].w != w) continue;
-        if (key_matches(&c->e[i], w, groups)) {
+        if (!same_content(&c->e[i], w)) {
+            drop_at(c, i); /* this header's data was rewritten (or it is another tensor now) */
+            continue;
+        }
+        if (c->e[i].kind == kind && c->e[i].groups == groups) {
             c->e[i].used = ++c->clock;
             __atomic_fetch_add(&n_hits, 1, __ATOMIC_RELAXED);
             return c->e[i].p;
         }
-        stale = i; /* this header's data was rewritten (or it is another tensor now) */
     }
-    if (stale >= 0) drop_at(c, stale);
     __atomic_fetch_add(&n_misses, 1, __ATOMIC_RELAXED);
-    int64_t n = w->ne[0] / groups, k = w->ne[1];
-    if (n <= 0 || k <= 0 || w->ne[0] % groups) return NULL;
-    size_t bytes = (size_t)groups * (size_t)((n + 15) / 16 * 16) * (size_t)k * sizeof(float);
+    /* W [N, K...]: N / groups rows (output channels) per group, K the rest */
+    int64_t n = w->ne[0], k = n > 0 ? ft_numel(w) / n : 0, ng = n / groups;
+    if (n <= 0 || k <= 0 || n % groups) return NULL;
+    /* an upper bound before packing (each group's rows or columns padded to 16) */
+    size_t bytes = (size_t)groups * (size_t)((ng + 15) / 16 * 16) * (size_t)k * sizeof(float);
     /* full: this weight is packed per call. No eviction: a forward walks its weights
      * in the same cycle every time, and least-recently-used would drop each one
      * just before it is needed again, paying a pack and an allocation per call */
@@ -123,18 +137,36 @@ const ft_cpu_packed_b *ft_cpu_pack_cache_linear_groups(ft_ctx *ctx, const ft_ten
     ft_cpu_f32 fw = {0};
     ft_cpu_packed_b *p = NULL;
     if (ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw) == 0) {
-        /* W [N, K] is op(B) = W^T; a grouped weight's row block g is group g's */
-        p = ft_cpu_pack_b_groups(groups, true, k, n, fw.p, k, n * k);
+        if (kind == PC_LINEAR) /* W [N, K] is op(B) = W^T; row block g is group g's */
+            p = ft_cpu_pack_b_groups(groups, true, k, ng, fw.p, k, ng * k);
+        else /* W [Cout, K]: Cout / groups rows per group */
+            p = ft_cpu_pack_a_groups(groups, ng, k, fw.p, k);
         ft_cpu_f32_release(&fw);
     }
     ft_cpu_scratch_swap(sc);
     if (!p) return NULL;
     p->src = w->data;
     pc_entry *e = &c->e[c->n++];
-    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, {w->ne[0], w->ne[1]}, {w->nb[0], w->nb[1]},
-                    groups, p, (size_t)(groups * p->npad * p->k) * sizeof(float), ++c->clock};
+    *e = (pc_entry){w, w->block, w->block->version, w->data, w->dtype, w->ndim, {0}, {0}, kind, groups, p,
+                    (size_t)(p->npad * p->k * p->groups) * sizeof(float), ++c->clock};
+    for (int d = 0; d < w->ndim; d++) {
+        e->ne[d] = w->ne[d];
+        e->nb[d] = w->nb[d];
+    }
     c->bytes += e->bytes;
     return p;
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_linear(ft_ctx *ctx, const ft_tensor *w) {
+    return cache_get(ctx, w, PC_LINEAR, 1);
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_linear_groups(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
+    return cache_get(ctx, w, PC_LINEAR, groups);
+}
+
+const ft_cpu_packed_b *ft_cpu_pack_cache_conv(ft_ctx *ctx, const ft_tensor *w, int64_t groups) {
+    return cache_get(ctx, w, PC_CONV, groups);
 }
 
 void ft_cpu_pack_cache_drop(ft_ctx *ctx, const ft_tensor *w) {

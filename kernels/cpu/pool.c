@@ -5,6 +5,7 @@
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
+#include "nchwc.h"
 
 #include <math.h>
 #include <omp.h>
@@ -100,6 +101,7 @@ static void maxpool2d_f32(const float *restrict x, float *restrict y, int64_t pl
 }
 
 FT_CPU_KERNEL_DEF(maxpool2d) {
+    if (dst->flags & FT_TF_NCHWC) return ft_cpu_nchwc_maxpool2d(ctx, dst); /* a graph plan's blocked node */
     const ft_tensor *x = dst->src[0];
     const ft_params_maxpool *p = FT_PARAMS(dst, ft_params_maxpool);
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
@@ -140,6 +142,7 @@ FT_CPU_KERNEL_DEF(maxpool2d) {
 
 FT_CPU_KERNEL_DEF(global_avgpool) {
     const ft_tensor *x = dst->src[0];
+    if (x->flags & FT_TF_NCHWC) return ft_cpu_nchwc_global_avgpool(ctx, dst); /* a blocked input */
     int st = ft_cpu_need_contiguous(ctx, dst, "output");
     if (st) return st;
     if ((st = ft_cpu_need_contiguous(ctx, x, "x"))) return st;

@@ -26,7 +26,8 @@ typedef struct ft_cpu_scratch ft_cpu_scratch;
 enum {
     FT_SCR_GEMM_A = 0, /* packed A block [MC][KC] */
     FT_SCR_GEMM_B,     /* packed B panel [KC][NC] */
-    FT_SCR_ATTN,       /* attention score rows */
+    FT_SCR_GEMM_AP,    /* a thread's whole A packed (dynamic column chunks over a packed B) */
+    FT_SCR_ATTN,       /* attention: a head's packed K and V, a query block's scores */
     FT_SCR_OUT,        /* f32 output of a kernel whose output is f16/bf16 */
     FT_SCR_STAGE0,
     FT_SCR_NSTAGE = 6,

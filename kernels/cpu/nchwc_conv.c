@@ -1,0 +1,620 @@
+/*
+ * nchwc_conv.c - the direct convolution of the blocked-channel layout
+ * (kernels/cpu/nchwc.h): output NCHWc, weights packed once per plan.
+ *
+ * A micro-kernel computes NPX consecutive output pixels (in raster order over
+ * the whole OH x OW plane, so a tile may wrap to the next row and a 7 x 7 plane
+ * wastes no half-empty tiles) times up to 64 output channels: 6 x 64 with
+ * AVX-512 (24 zmm accumulators; per input channel 6 broadcasts and 4 weight
+ * vectors feed 24 FMAs), 6 x 16 with AVX2. Its inner loop runs over the taps
+ * (input channel block, ky, kx) of a table the driver builds per tile: for each
+ * tap one pointer per pixel to the 16 input channels of the pixel it reads, or
+ * to a block of zeros where the window is in the padding, and the tap's weight
+ * block [16 ci][64 co]. Padding, strides and 1x1 / 3x3 / 7x7 kernels are all the
+ * same loop, and nothing is packed from the input: in NCHWc the channels a tap
+ * reads are already contiguous. (A 1x1 convolution is thus a GEMM whose B
+ * operand is read in place.)
+ *
+ * Cache blocking: the taps are cut into chunks whose weights (chunk x 16 x 64
+ * floats) fit half of L2, and every tile of a (image, 64-channel group) task
+ * runs through a chunk before the next one, accumulating in the output. The
+ * epilogue (bias, residual, ReLU; other activations right after) is applied with
+ * the last chunk while the tile is in L1.
+ *
+ * An NCHW input (the image, or a tensor whose channel count is not a multiple of
+ * 16) is first reordered into blocks of 16 channels (the last one narrower,
+ * holding the remainder: a 3-channel image becomes HWC) in the kernel's scratch.
+ */
+#include "cpu_common.h"
+#include "cpu_kernels.h"
+#include "gemm_micro.h"
+#include "nchwc.h"
+#include "scratch.h"
+#include "vrow.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define C16 FT_NCHWC
+#define CG FT_NCHWC_CG
+#define NPX_MAX 6
+#define TAPS_MAX 256 /* taps per chunk: the tables stay on the stack */
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 11
+#define DC_X86 1
+#endif
+#if defined(DC_X86) && !defined(__SANITIZE_THREAD__)
+#define DC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DC_CLONES
+#endif
+#if defined(__GNUC__)
+#define DC_INLINE static inline __attribute__((always_inline))
+#else
+#define DC_INLINE static inline
+#endif
+
+enum { DC_FIRST = 1, DC_LAST = 2, DC_RELU = 4 };
+
+static const float dc_zeros[C16] __attribute__((aligned(64)));
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("O3", "fp-contract=fast")
+#endif
+
+/*
+ * y[b][j][c] (+)= sum over taps t and input channels ci < nci of
+ * xp[t][j][ci] * wp[t][ci * 64 + wo + b * 16 + c], for NPX pixels j and NCB
+ * blocks b of 16 output channels; block b of y at y + b * ys. mode: DC_FIRST
+ * (y not read), DC_LAST (then + bias[b*16 + c] + res[b * ys + j * 16 + c], and
+ * ReLU with DC_RELU; NaN stays NaN).
+ */
+DC_INLINE void dc_body(const int NPX, const int NCB, int ntaps, int nci, const float *const *restrict xp,
+                       const float *const *restrict wp, int64_t wo, float *restrict y, int64_t ys,
+                       const float *restrict bias, const float *restrict res, int mode) {
+    float acc[NPX_MAX][4 * C16];
+    for (int j = 0; j < NPX; j++)
+        for (int c = 0; c < NCB * C16; c++) acc[j][c] = 0.0f;
+    for (int t = 0; t < ntaps; t++) {
+        const float *const *pp = xp + t * NPX;
+        const float *w = wp[t] + wo;
+        const float *x0 = pp[0], *x1 = pp[NPX > 1 ? 1 : 0], *x2 = pp[NPX > 2 ? 2 : 0];
+        const float *x3 = pp[NPX > 3 ? 3 : 0], *x4 = pp[NPX > 4 ? 4 : 0], *x5 = pp[NPX > 5 ? 5 : 0];
+        for (int ci = 0; ci < nci; ci++) {
+            const float *wc = w + ci * CG;
+            const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
+#if defined(__GNUC__)
+#pragma GCC unroll 6
+#endif
+            for (int j = 0; j < NPX; j++) {
+#if defined(__GNUC__)
+#pragma GCC unroll 4
+#endif
+                for (int b = 0; b < NCB; b++) {
+#pragma omp simd
+                    for (int c = 0; c < C16; c++) acc[j][b * C16 + c] += a[j] * wc[b * C16 + c];
+                }
+            }
+        }
+    }
+    /* the store, one straight vector path per case */
+    if (!(mode & DC_FIRST))
+        for (int b = 0; b < NCB; b++)
+            for (int j = 0; j < NPX; j++)
+#pragma omp simd
+                for (int c = 0; c < C16; c++) acc[j][b * C16 + c] += y[b * ys + j * C16 + c];
+    if (mode & DC_LAST) {
+        if (bias)
+            for (int b = 0; b < NCB; b++)
+                for (int j = 0; j < NPX; j++)
+#pragma omp simd
+                    for (int c = 0; c < C16; c++) acc[j][b * C16 + c] += bias[b * C16 + c];
+        if (res)
+            for (int b = 0; b < NCB; b++)
+                for (int j = 0; j < NPX; j++)
+#pragma omp simd
+                    for (int c = 0; c < C16; c++) acc[j][b * C16 + c] += res[b * ys + j * C16 + c];
+        if (mode & DC_RELU)
+            for (int j = 0; j < NPX; j++)
+#pragma omp simd
+                for (int c = 0; c < NCB * C16; c++) {
+                    const float v = acc[j][c];
+                    acc[j][c] = v > 0.0f || v != v ? v : 0.0f;
+                }
+    }
+    for (int b = 0; b < NCB; b++)
+        for (int j = 0; j < NPX; j++)
+#pragma omp simd
+            for (int c = 0; c < C16; c++) y[b * ys + j * C16 + c] = acc[j][b * C16 + c];
+}
+
+typedef void (*dc_fn)(int ntaps, int nci, const float *const *xp, const float *const *wp, int64_t wo,
+                      float *y, int64_t ys, const float *bias, const float *res, int mode);
+
+/* AVX2 and baseline: 16 output channels at a time */
+#define DC_DEF16(P)                                                                                    \
+    DC_CLONES static void dc16_##P(int ntaps, int nci, const float *const *xp, const float *const *wp, \
+                                   int64_t wo, float *y, int64_t ys, const float *bias,                \
+                                   const float *res,                                                   \
+                                   int mode) {                                                         \
+        dc_body(P, 1, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                                 \
+    }
+DC_DEF16(1)
+DC_DEF16(2)
+DC_DEF16(3)
+DC_DEF16(4)
+DC_DEF16(5)
+DC_DEF16(6)
+static const dc_fn dc16[NPX_MAX] = {dc16_1, dc16_2, dc16_3, dc16_4, dc16_5, dc16_6};
+
+#ifdef DC_X86
+/* AVX-512: up to 64 output channels at a time */
+#define DC_DEF64(P, B)                                                                                  \
+    __attribute__((target("arch=x86-64-v4"))) static void dc64_##P##_##B(                              \
+        int ntaps, int nci, const float *const *xp, const float *const *wp, int64_t wo, float *y,      \
+        int64_t ys, const float *bias, const float *res, int mode) {                                   \
+        dc_body(P, B, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                                 \
+    }
+#define DC_DEF64_ROW(P) DC_DEF64(P, 1) DC_DEF64(P, 2) DC_DEF64(P, 3) DC_DEF64(P, 4)
+DC_DEF64_ROW(1)
+DC_DEF64_ROW(2)
+DC_DEF64_ROW(3)
+DC_DEF64_ROW(4)
+DC_DEF64_ROW(5)
+DC_DEF64_ROW(6)
+#define DC_ROW(P) {dc64_##P##_1, dc64_##P##_2, dc64_##P##_3, dc64_##P##_4}
+static const dc_fn dc64[NPX_MAX][4] = {DC_ROW(1), DC_ROW(2), DC_ROW(3), DC_ROW(4), DC_ROW(5), DC_ROW(6)};
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* weights                                                                   */
+/* ------------------------------------------------------------------------- */
+
+/* The geometry of a conv2d node. */
+typedef struct dc_geom {
+    int64_t n, cin, cout, groups, h, w, kh, kw, oh, ow, s, pad;
+} dc_geom;
+
+static dc_geom geom_of(const ft_tensor *dst) {
+    const ft_tensor *x = dst->src[0], *w = dst->src[1];
+    const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);
+    return (dc_geom){x->ne[0], x->ne[1], w->ne[0], p->groups, x->ne[2], x->ne[3], w->ne[2], w->ne[3],
+                     dst->ne[2], dst->ne[3], p->stride, p->padding};
+}
+
+static bool is_depthwise(const dc_geom *g) { return g->groups > 1 && g->groups == g->cin && g->cout == g->cin; }
+
+/*
+ * How the weights are laid out, which follows from the input's layout:
+ *  - DENSE: [cog][cib][kh][kw][16 ci][64 co]: a tap is (input block, ky, kx);
+ *  - ROWS (an NCHW input of fewer than 16 channels, the image): the input is
+ *    staged as zero-padded HWC, so the KW x Cin values a window row reads are
+ *    contiguous and a tap is a whole row ky: [cog][kh][kw * Cin + ci][64 co]
+ *    (7 taps of 21 channels for ResNet's stem, not 49 of 3);
+ *  - DW (depthwise): [C/16][kh][kw][16].
+ */
+enum { DC_DENSE = 0, DC_ROWS = 1, DC_DW = 2 };
+
+static int pack_mode(const dc_geom *g, bool x_blocked) {
+    if (is_depthwise(g)) return DC_DW;
+    return !x_blocked && g->cin < C16 ? DC_ROWS : DC_DENSE;
+}
+
+bool ft_cpu_nchwc_conv_ok(const ft_tensor *conv) {
+    if (conv->op != FT_OP_CONV2D || conv->dtype != FT_DTYPE_F32 || conv->ndim != 4) return false;
+    const ft_params_conv *p = FT_PARAMS(conv, ft_params_conv);
+    if (conv->src[4] || conv->src[5] || p->act_in != FT_ACT_NONE) return false;
+    for (int i = 0; i < 4; i++)
+        if (conv->src[i] && conv->src[i]->dtype != FT_DTYPE_F32) return false;
+    dc_geom g = geom_of(conv);
+    if (g.cout % C16 || g.cout == 0 || g.oh * g.ow == 0 || g.cin == 0) return false;
+    return g.groups == 1 || (is_depthwise(&g) && g.cin % C16 == 0);
+}
+
+static int64_t packed_floats(const dc_geom *g, int mode) {
+    int64_t ncg = (g->cout + CG - 1) / CG, kk = g->kh * g->kw;
+    if (mode == DC_DW) return g->cin * kk;
+    if (mode == DC_ROWS) return ncg * kk * g->cin * CG;
+    return ncg * ((g->cin + C16 - 1) / C16) * kk * C16 * CG;
+}
+
+/* w [Cout, Cin, KH, KW] (f32, contiguous) into the kernel's layout at out. */
+static void pack_weights(const dc_geom *g, int mode, const float *w, float *out) {
+    const int64_t kk = g->kh * g->kw, cib = (g->cin + C16 - 1) / C16;
+    if (mode == DC_DW) {
+        for (int64_t c = 0; c < g->cout; c++)
+            for (int64_t t = 0; t < kk; t++) out[((c / C16) * kk + t) * C16 + c % C16] = w[c * kk + t];
+        return;
+    }
+    memset(out, 0, (size_t)packed_floats(g, mode) * sizeof(float));
+    for (int64_t co = 0; co < g->cout; co++)
+        for (int64_t ci = 0; ci < g->cin; ci++)
+            for (int64_t ky = 0; ky < g->kh; ky++)
+                for (int64_t kx = 0; kx < g->kw; kx++) {
+                    int64_t row = mode == DC_ROWS
+                                      ? ((co / CG) * g->kh + ky) * g->kw * g->cin + kx * g->cin + ci
+                                      : (((co / CG) * cib + ci / C16) * kk + ky * g->kw + kx) * C16 + ci % C16;
+                    out[row * CG + co % CG] = w[((co * g->cin + ci) * g->kh + ky) * g->kw + kx];
+                }
+}
+
+static ft_cpu_nchwc_w *packed_make(const ft_tensor *node, const float *w) {
+    dc_geom g = geom_of(node);
+    int mode = pack_mode(&g, (node->src[0]->flags & FT_TF_NCHWC) != 0);
+    ft_cpu_nchwc_w *p = calloc(1, sizeof *p);
+    float *d = malloc((size_t)packed_floats(&g, mode) * sizeof(float));
+    if (!p || !d) {
+        free(p);
+        free(d);
+        return NULL;
+    }
+    pack_weights(&g, mode, w, d);
+    *p = (ft_cpu_nchwc_w){FT_CPU_NCHWC_W_MAGIC, g.cout, g.cin, g.kh, g.kw, g.groups, mode, node->src[1]->data, d};
+    return p;
+}
+
+bool ft_cpu_nchwc_conv_prepack(ft_tensor *node) {
+    ft_cpu_f32 fw = {0};
+    const ft_tensor *w = node->src[1];
+    if (!ft_cpu_nchwc_conv_ok(node) || ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return false;
+    ft_cpu_nchwc_w *p = packed_make(node, fw.p);
+    ft_cpu_f32_release(&fw);
+    if (!p) return false;
+    node->extra = p;
+    return true;
+}
+
+void ft_cpu_nchwc_w_free(ft_cpu_nchwc_w *w) {
+    if (!w || w->magic != FT_CPU_NCHWC_W_MAGIC) return;
+    w->magic = 0;
+    free(w->data);
+    free(w);
+}
+
+/* ------------------------------------------------------------------------- */
+/* the driver                                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct dc_run {
+    dc_geom g;
+    int mode;         /* DC_DENSE, DC_ROWS, DC_DW */
+    const float *x;   /* DENSE: blocks [N][CIB][H][W][bw] (bw = 16, or Cin % 16 in a last
+                       * partial block); ROWS: zero-padded HWC [N][H+2p][W+2p][Cin]; DW: NCHWc */
+    const float *w;   /* packed weights */
+    const float *bias, *res;
+    float *y;         /* [N][Cout/16][OH*OW][16] */
+    int act;
+    int64_t cib, ncg, tiles;
+    int64_t chunk;    /* DENSE: input blocks per weight chunk */
+    int64_t gcogs;    /* channel groups whose chunk of weights is read together */
+    int64_t cog_stride; /* floats from one 64-channel group's weights to the next */
+    bool wide;        /* AVX-512 kernels */
+} dc_run;
+
+/* Taps of input blocks [b0, b1) (DENSE) or of the window rows (ROWS) for pixels
+ * p0 .. p0+npx-1 of image n: xp[t][j] and wp[t] (group 0's weights); DENSE taps
+ * whose every pixel reads padding are left out. Returns the count. */
+static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t b1, int64_t p0, int npx,
+                      const float **xp, const float **wp) {
+    const dc_geom *g = &r->g;
+    int64_t ih0[NPX_MAX], iw0[NPX_MAX];
+    for (int j = 0; j < npx; j++) {
+        int64_t p = p0 + j;
+        ih0[j] = (p / g->ow) * g->s - g->pad;
+        iw0[j] = (p % g->ow) * g->s - g->pad;
+    }
+    int nt = 0;
+    if (r->mode == DC_ROWS) {
+        /* padded HWC: window row ky of pixel j starts at (ih0 + pad + ky, iw0 + pad) */
+        const int64_t wp_ = g->w + 2 * g->pad, hp = g->h + 2 * g->pad;
+        const float *xb = r->x + n * hp * wp_ * g->cin;
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+            for (int j = 0; j < npx; j++)
+                xp[nt * npx + j] = xb + ((ih0[j] + g->pad + ky) * wp_ + iw0[j] + g->pad) * g->cin;
+            wp[nt++] = r->w + ky * g->kw * g->cin * CG;
+        }
+        return nt;
+    }
+    /* the first block's taps (the window pattern), then every later block's as
+     * the same pointers one input plane on (the zero block stays), so the
+     * bounds are worked out once per tile, not once per block */
+    const int64_t plane = g->h * g->w, kk = g->kh * g->kw;
+    const int64_t bw0 = g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16;
+    const float *xb = r->x + (n * r->cib + b0) * plane * C16;
+    int64_t tap[TAPS_MAX];
+    for (int64_t ky = 0; ky < g->kh; ky++)
+        for (int64_t kx = 0; kx < g->kw; kx++) {
+            bool any = false;
+            for (int j = 0; j < npx; j++) {
+                int64_t ih = ih0[j] + ky, iw = iw0[j] + kx;
+                bool in = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w;
+                xp[nt * npx + j] = in ? xb + (ih * g->w + iw) * bw0 : dc_zeros;
+                any |= in;
+            }
+            if (any) tap[nt++] = ky * g->kw + kx;
+        }
+    const int per = nt;
+    for (int t = 0; t < per; t++) wp[t] = r->w + (b0 * kk + tap[t]) * C16 * CG;
+    for (int64_t b = b0 + 1; b < b1; b++) {
+        /* full blocks only here: a narrower last block is a chunk of its own */
+        const int64_t off = (b - b0) * plane * C16;
+        const float **dst = xp + (b - b0) * per * npx;
+        for (int e = 0; e < per * npx; e++) dst[e] = xp[e] == dc_zeros ? dc_zeros : xp[e] + off;
+        for (int t = 0; t < per; t++) wp[(b - b0) * per + t] = r->w + (b * kk + tap[t]) * C16 * CG;
+        nt += per;
+    }
+    return nt;
+}
+
+/* Task: image n, 64-channel groups [c0, c1), pixel tiles [t0, t1). Per weight
+ * chunk, every tile of the task; per tile, the taps once and every group. */
+static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t t0, int64_t t1) {
+    const dc_geom *g = &r->g;
+    const float *xp[TAPS_MAX * NPX_MAX];
+    const float *wp[TAPS_MAX];
+    const int64_t P = g->oh * g->ow, cob = g->cout / C16, ys = P * C16;
+    const int64_t nb = r->mode == DC_ROWS ? 1 : r->cib, chunk = r->mode == DC_ROWS ? 1 : r->chunk;
+    /* measured: 12-16% off ResNet-50's large 1x1 reductions at batch 8, whose input
+     * (25 MB) streams from memory */
+    const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->s == 1 && g->pad == 0;
+    /* an output (and residual) past half of a typical L3 streams from memory:
+     * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward; at
+     * batch 1, where they stay in cache, it cost about 1%) */
+    const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 16e6;
+    for (int64_t g0 = c0; g0 < c1; g0 += r->gcogs) {
+    const int64_t g1 = g0 + r->gcogs < c1 ? g0 + r->gcogs : c1;
+    for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+        const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
+        const int mode = (b0 == 0 ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) | (r->act == FT_ACT_RELU ? DC_RELU : 0);
+        /* channels per tap: a window row (ROWS), else the block's width (a
+         * narrower last block is a chunk of its own) */
+        const int nci = r->mode == DC_ROWS ? (int)(g->kw * g->cin)
+                                           : (int)(g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16);
+        for (int64_t t = t0; t < t1; t++) {
+            /* tiles as even as their count allows (49 pixels: 6,6,6,6,5,5,5,5,5,
+             * not eight 6s and a lone pixel) */
+            const int64_t p0 = t * P / r->tiles;
+            const int npx = (int)((t + 1) * P / r->tiles - p0);
+            const int nt = build_taps(r, n, b0, b1, p0, npx, xp, wp);
+            if (pf && t + 2 < t1) {
+                /* a 1x1 stride-1 convolution streams its input: the tile after next,
+                 * block by block (16 streams are more than the hardware follows) */
+                const float *nx = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
+                for (int64_t b = b0; b < b1; b++, nx += P * C16)
+                    for (int l = 0; l < NPX_MAX * C16; l += 16) __builtin_prefetch(nx + l, 0, 3);
+            }
+            for (int64_t cog = g0; cog < g1; cog++) {
+                const int ncb = (int)(cob - cog * 4 < 4 ? cob - cog * 4 : 4);
+                const int64_t wo = cog * r->cog_stride;
+                float *yt = r->y + ((n * cob + cog * 4) * P + p0) * C16;
+                const float *rt = r->res ? r->res + ((n * cob + cog * 4) * P + p0) * C16 : NULL;
+                const float *bt = r->bias ? r->bias + cog * CG : NULL;
+                if (pfo && t + 2 < t1) {
+                    /* the output (and residual) lines of the tile after next: at batch 8
+                     * a 56 x 56 stage's activations (25 MB) stream from memory */
+                    for (int b = 0; b < ncb; b++)
+                        for (int l = 0; l < NPX_MAX * C16; l += 16) {
+                            if (mode & DC_FIRST) __builtin_prefetch(yt + b * ys + 2 * NPX_MAX * C16 + l, 1, 3);
+                            if (rt && (mode & DC_LAST)) __builtin_prefetch(rt + b * ys + 2 * NPX_MAX * C16 + l, 0, 3);
+                        }
+                }
+#ifdef DC_X86
+                if (r->wide) {
+                    dc64[npx - 1][ncb - 1](nt, nci, xp, wp, wo, yt, ys, bt, rt, mode);
+                } else
+#endif
+                {
+                    for (int b = 0; b < ncb; b++)
+                        dc16[npx - 1](nt, nci, xp, wp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
+                                      rt ? rt + b * ys : NULL, mode);
+                }
+                if ((mode & DC_LAST) && r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
+                    for (int b = 0; b < ncb; b++) ft_cpu_row_act(r->act, yt + b * ys, (int64_t)npx * C16);
+            }
+        }
+    }
+    }
+}
+
+/* Depthwise: y[n][cb][p][c] = sum over taps of x[n][cb][tap(p)][c] * w[cb][tap][c]. */
+static void dw_task(const dc_run *r, int64_t n, int64_t cb, int64_t t0, int64_t t1) {
+    const dc_geom *g = &r->g;
+    const int64_t P = g->oh * g->ow, plane = g->h * g->w, kk = g->kh * g->kw, nb = g->cout / C16;
+    const float *xb = r->x + (n * nb + cb) * plane * C16, *wb = r->w + cb * kk * C16;
+    float *yb = r->y + (n * nb + cb) * P * C16;
+    const float *rb = r->res ? r->res + (n * nb + cb) * P * C16 : NULL;
+    const float *bb = r->bias ? r->bias + cb * C16 : NULL;
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t p0 = t * NPX_MAX;
+        const int npx = (int)(P - p0 < NPX_MAX ? P - p0 : NPX_MAX);
+        for (int j = 0; j < npx; j++) {
+            const int64_t p = p0 + j, ih0 = (p / g->ow) * g->s - g->pad, iw0 = (p % g->ow) * g->s - g->pad;
+            float acc[C16] = {0};
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                const int64_t ih = ih0 + ky;
+                if (ih < 0 || ih >= g->h) continue;
+                for (int64_t kx = 0; kx < g->kw; kx++) {
+                    const int64_t iw = iw0 + kx;
+                    if (iw < 0 || iw >= g->w) continue;
+                    const float *xv = xb + (ih * g->w + iw) * C16, *wv = wb + (ky * g->kw + kx) * C16;
+#pragma omp simd
+                    for (int c = 0; c < C16; c++) acc[c] += xv[c] * wv[c];
+                }
+            }
+            float *yo = yb + p * C16;
+            for (int c = 0; c < C16; c++) {
+                float v = acc[c] + (bb ? bb[c] : 0.0f) + (rb ? rb[p * C16 + c] : 0.0f);
+                yo[c] = r->act == FT_ACT_RELU ? (v > 0.0f || v != v ? v : 0.0f) : v;
+            }
+        }
+        if (r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
+            ft_cpu_row_act(r->act, yb + p0 * C16, (int64_t)npx * C16);
+    }
+}
+
+/* x NCHW [N, C, HW] -> blocks of 16 channels [N][ceil(C/16)][HW][bw] (bw = the
+ * block's width: 16, or C % 16 in a last partial block). */
+static void block_input(const float *x, float *out, int64_t n, int64_t c, int64_t hw) {
+    const int64_t cib = (c + C16 - 1) / C16;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (n * c * hw >= FT_CPU_PAR_MIN && !omp_in_parallel())
+    for (int64_t nb = 0; nb < n * cib; nb++) {
+        const int64_t b = nb % cib, i = nb / cib, bw = c - b * C16 < C16 ? c - b * C16 : C16;
+        const float *xs = x + (i * c + b * C16) * hw;
+        float *o = out + nb * hw * C16;
+        for (int64_t p = 0; p < hw; p++)
+            for (int64_t q = 0; q < bw; q++) o[p * bw + q] = xs[q * hw + p];
+    }
+}
+
+/* x NCHW [N, C, H, W] -> zero-padded HWC [N][H+2p][W+2p][C]. */
+static void hwc_input(const float *x, float *out, const dc_geom *g) {
+    const int64_t hp = g->h + 2 * g->pad, wp = g->w + 2 * g->pad, c = g->cin;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (g->n * c * hp * wp >= FT_CPU_PAR_MIN && !omp_in_parallel())
+    for (int64_t row = 0; row < g->n * hp; row++) {
+        const int64_t i = row / hp, iy = row % hp - g->pad;
+        float *o = out + row * wp * c;
+        if (iy < 0 || iy >= g->h) {
+            memset(o, 0, (size_t)(wp * c) * sizeof(float));
+            continue;
+        }
+        /* the borders zero, the interior one channel at a time (a strided store of
+         * a contiguous row: no bounds check per element) */
+        memset(o, 0, (size_t)(g->pad * c) * sizeof(float));
+        memset(o + (g->pad + g->w) * c, 0, (size_t)(g->pad * c) * sizeof(float));
+        for (int64_t ch = 0; ch < c; ch++) {
+            const float *xr = x + ((i * c + ch) * g->h + iy) * g->w;
+            float *oc = o + g->pad * c + ch;
+            for (int64_t ix = 0; ix < g->w; ix++) oc[ix * c] = xr[ix];
+        }
+    }
+}
+
+/* How a product of groups x tiles is cut into tasks for nt threads: per image,
+ * rc ranges of channel groups times rt ranges of tiles. Each tile range reads
+ * all the weights of its groups, each group range all the input pixels of its
+ * tiles: the cut reading fewer bytes wins. */
+static void choose_split(const dc_run *r, int nt, int64_t *rc, int64_t *rt) {
+    *rc = *rt = 1;
+    if (nt <= 1 || r->g.n >= 2 * nt) return;
+    const int64_t want = (2 * nt + r->g.n - 1) / r->g.n;
+    const double wbytes = (double)r->cog_stride * (double)r->ncg, xbytes = (double)(r->g.h * r->g.w * r->g.cin);
+    int64_t c_only = want < r->ncg ? want : r->ncg, t_only = want < r->tiles ? want : r->tiles;
+    double cost_c = wbytes + (double)c_only * xbytes, cost_t = (double)t_only * wbytes + xbytes;
+    if (c_only >= want && cost_c <= cost_t) *rc = c_only;
+    else if (t_only >= want && cost_t < cost_c) *rt = t_only;
+    else {
+        *rc = c_only;
+        *rt = (want + c_only - 1) / c_only < r->tiles ? (want + c_only - 1) / c_only : r->tiles;
+    }
+}
+
+int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
+    const ft_tensor *x = dst->src[0], *res = dst->src[3];
+    dc_run r;
+    memset(&r, 0, sizeof r);
+    r.g = geom_of(dst);
+    const dc_geom *g = &r.g;
+    const bool xb_in = (x->flags & FT_TF_NCHWC) != 0;
+    r.mode = pack_mode(g, xb_in);
+    if (!ft_cpu_nchwc_conv_ok(dst) || (res && !(res->flags & FT_TF_NCHWC)) || (r.mode == DC_DW && !xb_in) ||
+        !ft_tensor_contiguous(x) || !ft_tensor_contiguous(dst) || (res && !ft_tensor_contiguous(res)))
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "conv2d: a blocked-channel (NCHWc) plan node the direct "
+                                                  "kernel cannot run (%s)", dst->name);
+    r.act = FT_PARAMS(dst, ft_params_conv)->act;
+    r.cib = (g->cin + C16 - 1) / C16;
+    r.ncg = (g->cout + CG - 1) / CG;
+    r.tiles = (g->oh * g->ow + NPX_MAX - 1) / NPX_MAX;
+    r.wide = !strcmp(ft_cpu_gemm_kern_get()->isa, "avx512");
+    r.y = dst->data;
+    r.res = res ? res->data : NULL;
+    const int64_t kk = g->kh * g->kw;
+    r.cog_stride = r.mode == DC_ROWS ? kk * g->cin * CG : r.cib * kk * C16 * CG;
+    ft_cpu_f32 fb = {0};
+    ft_cpu_buf xbuf = {0};
+    int st = FT_OK;
+    const ft_cpu_nchwc_w *pk = dst->extra;
+    ft_cpu_nchwc_w *own = NULL;
+    if (!pk || pk->magic != FT_CPU_NCHWC_W_MAGIC || pk->src != dst->src[1]->data || pk->mode != r.mode) {
+        /* not packed at plan time (or for another input layout): per call */
+        ft_cpu_f32 fw = {0};
+        if (ft_cpu_f32_get(dst->src[1], ft_tensor_contiguous(dst->src[1]), &fw)) goto oom;
+        own = packed_make(dst, fw.p);
+        ft_cpu_f32_release(&fw);
+        if (!own) goto oom;
+        pk = own;
+    }
+    r.w = pk->data;
+    if (dst->src[2] && ft_cpu_f32_get(dst->src[2], dst->src[2]->nb[0] == 1 || dst->src[2]->ne[0] == 1, &fb))
+        goto oom;
+    r.bias = fb.p;
+    if (xb_in) {
+        r.x = x->data;
+    } else {
+        int64_t nx = r.mode == DC_ROWS ? g->n * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * g->cin : ft_numel(x);
+        float *xs = ft_cpu_buf_get(&xbuf, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(nx > 0 ? nx : 1) * sizeof(float));
+        if (!xs) goto oom;
+        if (r.mode == DC_ROWS) hwc_input(x->data, xs, g);
+        else block_input(x->data, xs, g->n, g->cin, g->h * g->w);
+        r.x = xs;
+    }
+    /* the weights a tile loop reads in half of L2: all groups over every input
+     * block when they fit; else groups over every block (the output of a tile is
+     * then written once, and the input re-read per group, the cheaper when the
+     * output is the larger); else one group over chunks of blocks (at most
+     * TAPS_MAX taps). A narrower last input block is a chunk of its own. */
+    const int64_t half_l2 = ft_cpu_gemm_kern_get()->l2 / 2, blk_bytes = kk * C16 * CG * (int64_t)sizeof(float);
+    int64_t chunk = r.cib, gc = r.ncg;
+    if (blk_bytes * r.cib * r.ncg > half_l2) {
+        gc = half_l2 / (blk_bytes * r.cib);
+        if (gc < 1) {
+            gc = 1;
+            chunk = half_l2 / blk_bytes;
+        }
+    }
+    if (chunk * kk > TAPS_MAX) chunk = TAPS_MAX / kk;
+    r.chunk = chunk < 1 ? 1 : chunk;
+    r.gcogs = gc;
+    if (g->cin % C16 && r.cib > 1) {
+        r.chunk = r.chunk < r.cib - 1 ? r.chunk : r.cib - 1;
+        while ((r.cib - 1) % r.chunk) r.chunk--;
+    }
+    const bool dw = r.mode == DC_DW;
+    const int nt = omp_in_parallel() ? 1 : ft_cpu_threads();
+    int64_t rc = 1, rt = 1;
+    if (dw) { /* channel blocks are independent: split them, then the tiles */
+        const int64_t blocks = g->n * (g->cout / C16);
+        rc = 1;
+        rt = nt > 1 && blocks < 2 * nt ? (2 * nt + blocks - 1) / blocks : 1;
+        if (rt > r.tiles) rt = r.tiles;
+    } else {
+        choose_split(&r, nt, &rc, &rt);
+    }
+    const int64_t outer = dw ? g->n * (g->cout / C16) : g->n, tasks = outer * rc * rt;
+    const double flops = 2.0 * (double)(g->n * g->oh * g->ow) * (double)g->cout * (double)(dw ? 1 : g->cin) * (double)kk;
+#pragma omp parallel num_threads(nt) if (nt > 1 && tasks > 1 && flops > 4e6)
+    {
+        if (omp_get_thread_num() == 0) ft_cpu_team_note(omp_get_num_threads());
+        /* dynamic: on a busy host a descheduled thread's tasks go to the other */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t tk = 0; tk < tasks; tk++) {
+            const int64_t o = tk / (rc * rt), ci = tk / rt % rc, ti = tk % rt;
+            const int64_t t0 = ti * r.tiles / rt, t1 = (ti + 1) * r.tiles / rt;
+            if (dw) dw_task(&r, o / (g->cout / C16), o % (g->cout / C16), t0, t1);
+            else dc_task(&r, o, ci * r.ncg / rc, (ci + 1) * r.ncg / rc, t0, t1);
+        }
+    }
+    goto done;
+oom:
+    st = ft_set_error(ctx, FT_ERR_OOM, "conv2d: out of host memory for the blocked-channel kernel's buffers");
+done:
+    ft_cpu_buf_put(&xbuf);
+    ft_cpu_f32_release(&fb);
+    ft_cpu_nchwc_w_free(own);
+    return st;
+}
