@@ -13,12 +13,13 @@
  * On the CPU device the "device" is the CPU itself, so busy time is the time
  * spent inside kernels; on CUDA with CUPTI it is the union of GPU kernel time.
  *
- * The wall time is taken in a pass of its own with no profiler started (so on
- * CUDA with no CUPTI subscriber in the process: the library attaches CUPTI
- * only while a profiler window is open); busy time, the op count and the top
- * host op come from a second, profiled pass, and the difference between the
- * two passes' wall times is printed as the observer's cost. The overhead share
- * is 1 - busy / wall with the unprofiled wall.
+ * The wall times are taken first, for every mode and host cost, before any
+ * profiler window opens: on CUDA the library keeps CUPTI attached from the first
+ * window to the end of the process (docs/instrumentation.md), so a point timed
+ * after any profiled one would carry CUPTI's cost. Busy time, the op count and
+ * the top host op come from a second, profiled pass over the same points, and
+ * the difference between the two passes' wall times is printed as the
+ * observer's cost. The overhead share is 1 - busy / wall with the unprofiled wall.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ftengine.h>
@@ -40,15 +41,24 @@ static int forwards(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in
     return 0;
 }
 
-/* `iters` forwards timed unprofiled, then `iters` profiled; prints a row; 0 or 1. */
-static int measure(ft_ctx *ctx, ft_profiler *prof, ft_model *m, const ft_host_tensor *in, int n_in,
-                   int iters, double op_cost_us) {
-    if (ft_ctx_set_op_host_cost(ctx, op_cost_us) != FT_OK) return 1;
-    /* warm-up: builds the plan (graph/static) and fills the allocator's cache */
-    if (forwards(ctx, m, in, n_in, 2)) return 1;
+#define N_COSTS 2
+/* a native engine's dispatch, then one as slow per op as an eager framework */
+static const double op_costs_us[N_COSTS] = {0.0, 20.0};
+
+/* Mean wall ms of `iters` forwards at a host cost per op, after a warm-up that
+ * builds the plan (graph/static) and fills the allocator's cache; -1 on error. */
+static double time_point(ft_ctx *ctx, ft_model *m, const ft_host_tensor *in, int n_in, int iters,
+                         double op_cost_us) {
+    if (ft_ctx_set_op_host_cost(ctx, op_cost_us) != FT_OK || forwards(ctx, m, in, n_in, 2)) return -1.0;
     double t0 = now_ms();
-    if (forwards(ctx, m, in, n_in, iters)) return 1;
-    double wall = (now_ms() - t0) / iters;
+    if (forwards(ctx, m, in, n_in, iters)) return -1.0;
+    return (now_ms() - t0) / iters;
+}
+
+/* The profiled pass of one point, printed beside its unprofiled wall; 0 or 1. */
+static int profile_point(ft_ctx *ctx, ft_profiler *prof, ft_model *m, const ft_host_tensor *in, int n_in,
+                         int iters, double op_cost_us, double wall) {
+    if (ft_ctx_set_op_host_cost(ctx, op_cost_us) != FT_OK || forwards(ctx, m, in, n_in, 2)) return 1;
     if (ft_profiler_start(prof) != FT_OK) return 1;
     if (forwards(ctx, m, in, n_in, iters)) return 1;
     ft_profile_summary s;
@@ -64,6 +74,16 @@ static int measure(ft_ctx *ctx, ft_profiler *prof, ft_model *m, const ft_host_te
     printf("%-7s %8.1f %10.3f %10.3f %10s %11.3f %10.1f   %s\n", ft_mode_name(ft_model_mode(m)), op_cost_us,
            wall, busy, share, traced - wall, (double)s.ops / iters, top.name ? top.name : "-");
     return 0;
+}
+
+/* Loads `path` in `mode` with its example inputs; 0 or 1 (the context says why). */
+static int load(ft_ctx *ctx, const char *path, ft_mode mode, int64_t batch, ft_model **m, ft_host_tensor *in,
+                int *n_in, void **owned) {
+    ft_model_options opt = ft_model_options_default();
+    opt.mode = mode;
+    *m = NULL;
+    *owned = NULL;
+    return ft_model_load(ctx, path, &opt, m) != FT_OK || ft_model_example_inputs(*m, batch, 0, in, n_in, owned) != FT_OK;
 }
 
 /* The small golden BERT where it can be found, else a preset that needs no file. */
@@ -106,24 +126,23 @@ int main(int argc, char **argv) {
            "observer ms", "ops/fwd", "top host op");
     int rc = 0;
     const ft_mode modes[3] = {FT_MODE_EAGER, FT_MODE_GRAPH, FT_MODE_STATIC};
-    for (int k = 0; k < 3 && !rc; k++) {
-        ft_model_options opt = ft_model_options_default();
-        opt.mode = modes[k];
-        ft_model *m = NULL;
-        ft_host_tensor in[8];
-        int n_in = 0;
-        void *owned = NULL;
-        if (ft_model_load(ctx, path, &opt, &m) != FT_OK ||
-            ft_model_example_inputs(m, batch, 0, in, &n_in, &owned) != FT_OK) {
-            rc = 1;
-        } else {
-            /* a native engine's dispatch, then one as slow per op as an eager framework */
-            rc = measure(ctx, prof, m, in, n_in, 10, 0.0);
-            if (!rc) rc = measure(ctx, prof, m, in, n_in, 10, 20.0);
+    double wall[3][N_COSTS];
+    /* pass 1: every point's wall time, no profiler yet; pass 2: the profiled runs */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (int k = 0; k < 3 && !rc; k++) {
+            ft_model *m = NULL;
+            ft_host_tensor in[8];
+            int n_in = 0;
+            void *owned = NULL;
+            rc = load(ctx, path, modes[k], batch, &m, in, &n_in, &owned);
+            for (int c = 0; c < N_COSTS && !rc; c++) {
+                if (pass == 0) rc = (wall[k][c] = time_point(ctx, m, in, n_in, 10, op_costs_us[c])) < 0;
+                else rc = profile_point(ctx, prof, m, in, n_in, 10, op_costs_us[c], wall[k][c]);
+            }
+            if (rc) fprintf(stderr, "framework_tax: %s\n", ft_ctx_errmsg(ctx));
+            free(owned);
+            ft_model_free(m);
         }
-        if (rc) fprintf(stderr, "framework_tax: %s\n", ft_ctx_errmsg(ctx));
-        free(owned);
-        ft_model_free(m);
     }
     ft_profiler_free(prof);
     ft_ctx_free(ctx);
