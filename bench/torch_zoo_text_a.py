@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch_zoo_text_a.py - RoBERTa, ALBERT and GPT-2 in plain PyTorch, written out
 from Hugging Face transformers' modeling code (v4.36 eager math, as
-../shared/specs/zoo.md sections 1, 2 and 5 specify it), in the conventions of
+tests/golden/README-zoo.md describes it), in the conventions of
 bench/torch_models.py: built from an HF config dict, weights in a dict under HF's
 state_dict names, forward(**inputs) with HF's argument names returning HF's
 output names (hidden_states.N included). torch_models.CLASSES registers them, so

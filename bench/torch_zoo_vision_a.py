@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch_zoo_vision_a.py - ViTModel, Wav2Vec2Model and HubertModel in plain
 PyTorch, written out from Hugging Face transformers 4.36.2's modeling code
-(../shared/specs/zoo.md sections 6, 10, 11), with bench/torch_models.py's
+(tests/golden/README-zoo.md), with bench/torch_models.py's
 conventions: built from an HF config dict, weights in a dict under HF's
 state_dict names, forward(**inputs) with HF's argument names returning HF's
 output names (plus hidden_states.N). Eval mode only.

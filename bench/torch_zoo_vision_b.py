@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch_zoo_vision_b.py - MobileNetV2, EfficientNet and ConvNeXt in plain
 PyTorch, written out from Hugging Face transformers 4.36.2's modeling code
-(../shared/specs/zoo.md sections 7-9) with bench/torch_base.py's conventions:
+(tests/golden/README-zoo.md) with bench/torch_base.py's conventions:
 built from an HF config dict, weights in a dict under HF's bare state_dict
 names (random init at declaration, load_state() takes a checkpoint's), forward
 with HF's argument names returning HF's output names.

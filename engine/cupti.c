@@ -4,7 +4,7 @@
  * correlation ids (see profiler.h for the interface, docs/instrumentation.md
  * for what is measured).
  *
- * Design choices, after the CUPTI notes in shared/specs/tracing.md:
+ * Design choices (CUPTI's activity and callback APIs):
  * - One time domain: a timestamp callback returning ft_prof_now_ns() is
  *   registered before any activity kind is enabled.
  * - One CUPTI session per process, as CUPTI 13.0 needs it: the first

@@ -1,6 +1,6 @@
 /*
- * albert.c - AlbertModel as Hugging Face defines it (../shared/specs/zoo.md
- * section 2): embeddings embedding_size wide (LayerNorm over them), a Linear
+ * albert.c - AlbertModel as Hugging Face defines it (tests/golden/README-zoo.md,
+ * AlbertModel): embeddings embedding_size wide (LayerNorm over them), a Linear
  * E -> H projection, then num_hidden_layers applications of shared layer
  * groups, and a tanh pooler.
  *

@@ -1,6 +1,6 @@
 /*
  * audio_frontend.h - the audio front end WavLM, wav2vec2 and HuBERT share
- * (../shared/specs/models.md section 6, zoo.md sections 10 and 11): the conv
+ * (tests/golden/README.md, WavLMModel; README-zoo.md, Wav2Vec2Model): the conv
  * feature encoder ("group" or "layer" norm), the feature projection, the
  * weight-normed positional conv, and the frame mask derived from a sample-level
  * attention mask. The transformer encoders after it differ per architecture and

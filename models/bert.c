@@ -1,6 +1,6 @@
 /*
  * bert.c - BertModel and DistilBertModel, as Hugging Face defines them
- * (../shared/specs/models.md sections 1-2).
+ * (tests/golden/README.md, BertModel; docs/models.md).
  *
  * Both are the same post-LN encoder: embeddings (+ LayerNorm), then per layer
  * self-attention -> dense -> add & LayerNorm -> FFN -> add & LayerNorm. They

@@ -1,13 +1,13 @@
 /*
  * convnext.c - ConvNextModel as Hugging Face transformers 4.36.2 defines it
- * (../shared/specs/zoo.md section 9): a patchify stem (conv with kernel =
- * stride = patch_size, bias) and a channels-first LayerNorm; stages that begin,
- * after the first, with a channels-first LayerNorm and a 2x2/2 convolution; blocks
- * of a depthwise 7x7 convolution (with bias), a LayerNorm over channels in NHWC,
- * Linear C -> 4C, the activation, Linear 4C -> C, the layer scale, and the
- * residual add back in NCHW. last_hidden_state is the last stage's output, not
- * normalised; pooler_output is LayerNorm(mean over H, W) with eps =
- * layer_norm_eps, [B, C].
+ * (tests/golden/README-zoo.md, ConvNextModel): a patchify stem (conv with
+ * kernel = stride = patch_size, bias) and a channels-first LayerNorm; stages
+ * that begin, after the first, with a channels-first LayerNorm and a 2x2/2
+ * convolution; blocks of a depthwise 7x7 convolution (with bias), a LayerNorm
+ * over channels in NHWC, Linear C -> 4C, the activation, Linear 4C -> C, the
+ * layer scale, and the residual add back in NCHW. last_hidden_state is the last
+ * stage's output, not normalised; pooler_output is LayerNorm(mean over H, W)
+ * with eps = layer_norm_eps, [B, C].
  *
  * Every LayerNorm but the pooled one has eps 1e-6 (hard-coded by HF). The
  * channels-first ones are one op (FT_OP_CHANNEL_NORM, f32 statistics as HF's

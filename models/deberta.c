@@ -1,6 +1,6 @@
 /*
  * deberta.c - DebertaModel (v1) as Hugging Face transformers 4.36.2 defines it
- * (../shared/specs/zoo.md section 4).
+ * (tests/golden/README-zoo.md, DebertaModel).
  *
  * A post-LN encoder whose attention is disentangled: besides q k^T the scores
  * carry a content-to-position term q . PK[d(i, j)] and a position-to-content

@@ -1,11 +1,11 @@
 /*
- * efficientnet.c - EfficientNetModel as Hugging Face transformers 4.36.2 defines
- * it (../shared/specs/zoo.md section 8): a 3x3/2 stem (zero padding right and
- * bottom only), MBConv blocks (1x1 expansion unless the ratio is 1, depthwise
- * KxK, squeeze-excitation, 1x1 projection, a residual in every repeat but a
- * stage's first), a 1x1 head, and the spatial mean (or max) as a [B, hidden_dim]
- * pooler output. BatchNorm eps is batch_norm_eps; every activation is hidden_act
- * ("swish" = SiLU) except the sigmoid gate.
+ * efficientnet.c - EfficientNetModel as Hugging Face transformers 4.36.2
+ * defines it (tests/golden/README-zoo.md, EfficientNetModel): a 3x3/2 stem
+ * (zero padding right and bottom only), MBConv blocks (1x1 expansion unless the
+ * ratio is 1, depthwise KxK, squeeze-excitation, 1x1 projection, a residual in
+ * every repeat but a stage's first), a 1x1 head, and the spatial mean (or max)
+ * as a [B, hidden_dim] pooler output. BatchNorm eps is batch_norm_eps; every
+ * activation is hidden_act ("swish" = SiLU) except the sigmoid gate.
  *
  * Scaling as HF: round_filters(c) = max(d, int(c w + d/2) // d * d) (+ d when that
  * is below 0.9 c w) for the width coefficient w and depth_divisor d;

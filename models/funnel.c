@@ -1,6 +1,6 @@
 /*
  * funnel.c - FunnelModel (encoder + decoder) and FunnelBaseModel (encoder
- * only), as Hugging Face defines them (../shared/specs/models.md section 3).
+ * only), as Hugging Face defines them (tests/golden/README.md, FunnelModel).
  *
  * The model is a post-LN encoder whose blocks after the first mean-pool the
  * query of their first layer, with Transformer-XL style relative attention:

@@ -1,6 +1,6 @@
 /*
- * gpt2.c - GPT2Model as Hugging Face defines it (../shared/specs/zoo.md
- * section 5): token + position embeddings, pre-LN blocks with causal
+ * gpt2.c - GPT2Model as Hugging Face defines it (tests/golden/README-zoo.md,
+ * GPT2Model): token + position embeddings, pre-LN blocks with causal
  * self-attention and a gelu_new MLP, a final LayerNorm ln_f. The full-sequence
  * forward only (no KV cache): what the paper timed.
  *

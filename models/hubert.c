@@ -1,9 +1,10 @@
 /*
- * hubert.c - HubertModel (../shared/specs/zoo.md section 11): in transformers
- * 4.36.2 every HuBERT module is a copy of wav2vec2's, so the forward is
- * wav2vec2.c's; what differs is the config (feat_proj_layer_norm: the feature
- * projection's LayerNorm is optional), the output (no extract_features), the
- * base-model prefix "hubert." and the presets.
+ * hubert.c - HubertModel (tests/golden/README-zoo.md, Wav2Vec2Model /
+ * HubertModel): in transformers 4.36.2 every HuBERT module is a copy of
+ * wav2vec2's, so the forward is wav2vec2.c's; what differs is the config
+ * (feat_proj_layer_norm: the feature projection's LayerNorm is optional), the
+ * output (no extract_features), the base-model prefix "hubert." and the
+ * presets.
  */
 #include "wav2vec2.h"
 

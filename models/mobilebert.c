@@ -1,6 +1,6 @@
 /*
  * mobilebert.c - MobileBertModel, as Hugging Face defines it
- * (../shared/specs/models.md section 4).
+ * (tests/golden/README.md, MobileBertModel).
  *
  * A narrow-body BERT: trigram word embeddings projected to the inter-block
  * width, then per layer a bottleneck down to true_hidden_size, attention whose

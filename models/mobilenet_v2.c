@@ -1,11 +1,12 @@
 /*
  * mobilenet_v2.c - MobileNetV2Model as Hugging Face transformers 4.36.2 defines
- * it (../shared/specs/zoo.md section 7): a 3x3/2 stem convolution, a depthwise
- * 3x3 and a 1x1 reduction; 16 inverted residual layers (1x1 expansion, depthwise
- * 3x3 with the layer's stride, 1x1 projection, a residual when the stride is 1
- * and the width is kept); a 1x1 head to 1280 channels; the global mean as a
- * [B, 1280] pooler output. Every convolution is bias-free and followed by an
- * inference BatchNorm whose eps is the config's layer_norm_eps (1e-3).
+ * it (tests/golden/README-zoo.md, MobileNetV2Model): a 3x3/2 stem convolution,
+ * a depthwise 3x3 and a 1x1 reduction; 16 inverted residual layers (1x1
+ * expansion, depthwise 3x3 with the layer's stride, 1x1 projection, a residual
+ * when the stride is 1 and the width is kept); a 1x1 head to 1280 channels; the
+ * global mean as a [B, 1280] pooler output. Every convolution is bias-free and
+ * followed by an inference BatchNorm whose eps is the config's layer_norm_eps
+ * (1e-3).
  *
  * Padding: with tf_padding (the default) each convolution's input is padded as
  * TensorFlow's "SAME" does, from the size of the map it actually sees (stride 2

@@ -1,6 +1,6 @@
 /*
- * resnet.c - ResNetModel as Hugging Face defines it (../shared/specs/models.md
- * section 5), loadable from HF-named or torchvision-named checkpoints.
+ * resnet.c - ResNetModel as Hugging Face defines it (tests/golden/README.md,
+ * ResNetModel), loadable from HF-named or torchvision-named checkpoints.
  *
  * Stem (conv 7x7/2 + BN + act, max-pool 3x3/2/1), then stages of basic or
  * bottleneck layers whose first layer carries the stride and a 1x1 conv + BN

@@ -1,6 +1,6 @@
 /*
- * roberta.c - RobertaModel as Hugging Face defines it (../shared/specs/zoo.md
- * section 1): BERT's encoder (bert.h) under BERT's names, with RoBERTa's
+ * roberta.c - RobertaModel as Hugging Face defines it (tests/golden/README-zoo.md,
+ * RobertaModel): BERT's encoder (bert.h) under BERT's names, with RoBERTa's
  * positions and defaults.
  *
  * Positions are counted from the token ids, not from the attention mask: a

@@ -1,6 +1,6 @@
 /*
  * squeezebert.c - SqueezeBertModel as Hugging Face transformers 4.36.2 defines it
- * (../shared/specs/zoo.md section 3).
+ * (tests/golden/README-zoo.md, SqueezeBertModel).
  *
  * BERT's embeddings and attention, but every projection (q, k, v, the attention
  * output, both FFN layers) is a grouped 1x1 Conv1d over channels-first [B, C, S]

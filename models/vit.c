@@ -1,6 +1,6 @@
 /*
- * vit.c - ViTModel as Hugging Face 4.36.2 defines it (../shared/specs/zoo.md
- * section 6): a patchify conv (kernel = stride = patch_size, no padding, so
+ * vit.c - ViTModel as Hugging Face 4.36.2 defines it (tests/golden/README-zoo.md,
+ * ViTModel): a patchify conv (kernel = stride = patch_size, no padding, so
  * trailing pixels are dropped), the CLS token prepended, learned position
  * embeddings added, pre-LN encoder layers, a final LayerNorm, and the tanh
  * pooler on the CLS row when the checkpoint has one (google/vit-base-patch16-224

@@ -1,6 +1,6 @@
 /*
  * wav2vec2.c - Wav2Vec2Model (and, through hubert.c, HubertModel) as Hugging
- * Face 4.36.2 defines it (../shared/specs/zoo.md sections 10 and 11): WavLM's
+ * Face 4.36.2 defines it (tests/golden/README-zoo.md, Wav2Vec2Model): WavLM's
  * audio front end (audio_frontend.c) without the gated relative position bias,
  * then plain multi-head self-attention layers, post-LN (base: LayerNorm after
  * the positional add and after each sublayer) or stable-LN (large: pre-LN

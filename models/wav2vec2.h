@@ -1,6 +1,6 @@
 /*
  * wav2vec2.h - Wav2Vec2Model and HubertModel share everything but a few
- * config keys and one output (../shared/specs/zoo.md section 11: HF's HuBERT
+ * config keys and one output (tests/golden/README-zoo.md: HF's HuBERT
  * modules are line-for-line copies of wav2vec2's): wav2vec2.c implements both,
  * hubert.c is HuBERT's registry entry over these functions.
  */

@@ -1,6 +1,6 @@
 /*
- * wavlm.c - WavLMModel as Hugging Face defines it (../shared/specs/models.md
- * section 6): the audio front end of wav2vec2 (audio_frontend.c: conv feature
+ * wavlm.c - WavLMModel as Hugging Face defines it (tests/golden/README.md,
+ * WavLMModel): the audio front end of wav2vec2 (audio_frontend.c: conv feature
  * encoder "group" = wavlm-base or "layer" = wavlm-large, feature projection,
  * weight-normed positional conv, frame mask) and a transformer encoder with
  * gated relative position bias, post-LN (base) or pre-LN ("stable", large).

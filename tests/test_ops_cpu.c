@@ -171,7 +171,7 @@ static void test_position_ids(void) {
         check_position_ids("3-d ids, pad 0", mk(idt, 3, n3, 0, 3), 0, NULL);
         check_position_ids("one id", mk(idt, 2, n1, 0, 2), 1, NULL);
     }
-    double ex[5] = {0, 5, 1, 6, 2}; /* zoo.md's example: pad 1 gives [2, 3, 1, 4, 5] */
+    double ex[5] = {0, 5, 1, 6, 2}; /* RoBERTa's rule on one row: pad 1 gives [2, 3, 1, 4, 5] */
     check_position_ids("zoo.md example", mk_vals(FT_DTYPE_I64, 2, n5, ex, 0, 0), 1, want);
     expect_error("float ids", ft_position_ids(ctx, mk(FT_DTYPE_F32, 2, n2, 0, 3).t, 1), "position_ids", "ids");
     end_test();

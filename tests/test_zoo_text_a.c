@@ -7,7 +7,7 @@
  *    LayerNorm + residual, fused attention incl. causal) and cut the kernels;
  *  - ALBERT's shared layers: one weight, many steps, and one packed copy of it
  *    (CPU plan packing, Q/K/V stacks), in a 3-group x 2-inner layout too;
- *  - presets: parameters and MACs as ../shared/specs/zoo.md counts them;
+ *  - presets: parameters and MACs of the real checkpoints;
  *  - loader rules (prefixes, gamma/beta renames, unread buffers of any dtype,
  *    checkpoints without pooler) and bad checkpoints and inputs: one clear error.
  * Other sizes, odd lengths, batch 3 and other masks and layouts are checked
@@ -387,7 +387,7 @@ static void test_presets(void) {
         const char *name;
         int64_t params, macs;
     } p[] = {
-        /* ../shared/specs/zoo.md, tests/golden/README-zoo.md (B = 1, S = 128) */
+        /* tests/golden/README-zoo.md (parameters); MACs op by op (B = 1, S = 128) */
         {"roberta-base", 124645632, 11174215680LL},
         {"albert-base-v2", 11683584, 11186798592LL},
         {"gpt2", 124439808, 11173625856LL},

@@ -2,7 +2,7 @@
  * test_zoo_vision_a.c - ViTModel, Wav2Vec2Model and HubertModel end to end:
  * the HF golden cases in eager, graph and static mode on the CPU (fp32 at the
  * golden criterion, fp16 and bf16 looser) and on CUDA (the emulator in `make
- * test`); preset parameter and MAC counts against ../shared/specs/zoo.md; the
+ * test`); preset parameter and MAC counts against the published ones; the
  * graph passes that must fire (Q/K/V merge, fused attention, GEMM and conv
  * epilogues, LN + residual) and kernels per layer, eager against graph.
  * tests/test_zoo_vision_a_io.c has the loader rules, audio masks and bad input.
@@ -88,7 +88,7 @@ static void test_hubert_outputs(void) {
 /* ---- presets ---- */
 
 /* Parameters: tests/golden/README-zoo.md's table (ViT with its pooler); MACs:
- * zoo.md's counts at batch 1, 224x224 images, 16000 audio samples. */
+ * counted op by op at batch 1, 224x224 images, 16000 audio samples. */
 static void test_preset_counts(void) {
     static const struct {
         const char *name, *arch;

@@ -31,8 +31,8 @@ static const char *const req_cnx[] = {"last_hidden_state", "pooler_output", "hid
                                       NULL};
 static const char *const *const reqs[3] = {req_mnv2, req_eff, req_cnx};
 static const ft_mode modes[3] = {FT_MODE_EAGER, FT_MODE_GRAPH, FT_MODE_STATIC};
-/* f16 and bf16 through a network whose random BatchNorm statistics amplify errors
- * (zoo.md 0.5): bf16's 8 mantissa bits need more room than f16's 11 */
+/* f16 and bf16 through a network whose random BatchNorm statistics amplify errors:
+ * bf16's 8 mantissa bits need more room than f16's 11 */
 static const golden_tol tol_f16 = {2e-2, 2e-2, 2e-2}, tol_bf16 = {1.5e-1, 1e-1, 8e-2};
 
 /* ---- golden cases ---- */
@@ -174,7 +174,7 @@ static void test_passes_fired_cuda(void) {
 /* ---- presets ---- */
 
 static void test_presets(void) {
-    /* tests/golden/README-zoo.md (parameters) and ../shared/specs/zoo.md (MACs, 224 x 224) */
+    /* tests/golden/README-zoo.md (parameters) and MACs counted op by op (224 x 224) */
     static const struct {
         const char *name, *arch;
         int64_t params, macs;

@@ -12,7 +12,7 @@ tests/test_golden_variants.c.
 Optional tooling: it needs torch, transformers and safetensors (the lent GPU
 machine has them; the build and the tests never run it). The forward is untouched
 HF code run in float64 on the CPU; weights that HF initialises to constants are
-perturbed so a skipped bias or norm cannot pass (as in ../shared/golden).
+perturbed so a skipped bias or norm cannot pass (as in tests/golden/README.md).
 
     python3 tools/golden/make_golden.py OUTDIR [CASE ...]
 """
@@ -215,7 +215,7 @@ def padded_text(gen, batch, seq, vocab, pad, left=False):
     return inp
 
 
-# RoBERTa, ALBERT, GPT-2 (../shared/specs/zoo.md 1, 2, 5): also covered without transformers
+# RoBERTa, ALBERT, GPT-2 (tests/golden/README-zoo.md): also covered without transformers
 # by tools/golden/zoo_text_a_variants.py; these are HF's own classes
 CASES.update({
     "roberta-pads-b3-s13": (

@@ -23,7 +23,7 @@ and every constant-initialised one (biases, norm scales, layer scale) perturbed
 as make_golden.py perturbs HF's init, so a skipped term fails. (Wider BatchNorm
 scales, U(0.5, 1.5) as the timing init has, make a 16-layer MobileNetV2 amplify
 float32 round-off past the golden criterion in any float32 implementation,
-PyTorch's own included: ../shared/specs/zoo.md 0.5.)
+PyTorch's own included.)
 
 Needs torch (Debian's python3-torch: /usr/bin/python3); no transformers, no
 safetensors module. The build and the tests never run it.
