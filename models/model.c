@@ -514,6 +514,25 @@ static bool is_dir(const char *p) {
 
 static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out);
 
+/* The i-th registered architecture's model_type, NULL past the last. */
+static const char *arch_type(int i) { return ft_archs[i] ? ft_archs[i]->model_type : NULL; }
+
+/* "a, b, c" of the names get(i) gives, within size: names that do not fit are
+ * counted instead (", and 12 more" + tail), never cut in the middle. */
+static void name_list(char *buf, size_t size, const char *(*get)(int), const char *tail) {
+    size_t k = 0;
+    int more = 0;
+    buf[0] = '\0';
+    for (int i = 0; get(i); i++) {
+        const char *name = get(i);
+        if (!more && k + strlen(name) + 2 + 64 < size) /* room kept for the count */
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "", name);
+        else
+            more++;
+    }
+    if (more) snprintf(buf + k, size - k, ", and %d more%s", more, tail);
+}
+
 ft_status ft_model_load(ft_ctx *ctx, const char *path, const ft_model_options *opt, ft_model **out) {
     if (out) *out = NULL;
     if (!ctx) return FT_ERR_INVALID_ARG;
@@ -580,10 +599,8 @@ static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_option
         snprintf(m->source, sizeof m->source, "preset:%s", path);
         st = ft_config_from_string(ctx, preset->config_json, m->source, &cfg);
     } else {
-        char names[512] = "";
-        size_t k = 0;
-        for (int i = 0; ft_preset_name(i) && k < sizeof names; i++)
-            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", ft_preset_name(i));
+        char names[640];
+        name_list(names, sizeof names, ft_preset_name, ": ftengine info --presets lists them");
         st = ft_set_error(ctx, FT_ERR_NOT_FOUND, "'%s' is neither a model directory nor a preset (%s)",
                           path, names);
     }
@@ -595,11 +612,8 @@ static ft_status model_load(ft_ctx *ctx, const char *path, const ft_model_option
         if (st == FT_OK) {
             m->arch = ft_arch_find(mt);
             if (!m->arch) {
-                char names[256] = "";
-                size_t k = 0;
-                for (int i = 0; ft_archs[i] && k < sizeof names; i++)
-                    k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
-                                          ft_archs[i]->model_type);
+                char names[512];
+                name_list(names, sizeof names, arch_type, "");
                 st = ft_config_error(&cfg, "model_type '%s' is not supported (supported: %s)", mt, names);
             }
         }

@@ -159,6 +159,10 @@ static void test_did_you_mean(void) {
     CHECK(r->code == 2 && strstr(r->err, "did you mean --iters?"), "--itres: %d %s", r->code, r->err);
     r = run_tool(ARGS("info", "zzzzzzzz-unlike-anything"));
     CHECK(r->code == 1 && !strstr(r->err, "did you mean"), "a far name got a suggestion: %s", r->err);
+    /* the preset list is whole names, the ones that do not fit counted, never cut */
+    CHECK(!strstr(r->err, ",)") && !strstr(r->err, ", )") &&
+              (strstr(r->err, "more: ftengine info --presets lists them)") || strstr(r->err, "gpt2)")),
+          "the preset list of an unknown name: %s", r->err);
 }
 
 /* The header's length is the size ft_model_example_inputs' `length` names: not ResNet's
