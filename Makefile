@@ -214,7 +214,7 @@ $(BUILD)/examples/%: examples/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -Iinclude $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB_A)
+$(BUILD)/bench/%: bench/%.c bench/bench_clock.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 

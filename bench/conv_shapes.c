@@ -21,6 +21,7 @@
 #include "../kernels/cpu/cpu_kernels.h"
 #include "../kernels/cpu/gemm.h"
 #include "../kernels/cpu/nchwc.h"
+#include "bench_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,15 +78,6 @@ static double now_ms(bool wall) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static float *filled(int64_t n, uint32_t seed) {
-    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    for (int64_t i = 0; v && i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
-    }
-    return v;
-}
-
 /* min ms per call of s at batch b, or a negative value when it could not run;
  * *packed: whether the plan's packing took the weight (a build that packs
  * only some convolutions at plan time packs the others per call) */
@@ -97,8 +89,8 @@ static double run_shape(ft_ctx *ctx, const shape *s, int64_t b, int iters, bool 
         ws[2] = s->k;
     }
     int nd = s->is1d ? 3 : 4;
-    float *x = filled(b * s->cin * s->h * s->w, 1), *w = filled(s->cout * cin_g * kh * s->k, 2);
-    float *bias = filled(s->cout, 3);
+    float *x = bench_filled(b * s->cin * s->h * s->w, 1), *w = bench_filled(s->cout * cin_g * kh * s->k, 2);
+    float *bias = bench_filled(s->cout, 3);
     double best = -1;
     *packed = false;
     if (x && w && bias) {

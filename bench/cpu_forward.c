@@ -13,30 +13,13 @@
  * median CPU ms per forward.
  */
 #include "ftengine.h"
+#include "bench_clock.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(clockid_t c) {
-    struct timespec t;
-    clock_gettime(c, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static double team_cpu_ms(int threads) {
-    double t[64] = {0};
-#pragma omp parallel num_threads(threads)
-    {
-        int i = omp_get_thread_num();
-        if (i < 64) t[i] = now_ms(CLOCK_THREAD_CPUTIME_ID);
-    }
-    double s = 0;
-    for (int i = 0; i < threads && i < 64; i++) s += t[i];
-    return s;
-}
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -92,12 +75,12 @@ int main(int argc, char **argv) {
             return 1;
         }
     for (int i = 0; i < iters; i++) {
-        double c0 = team_cpu_ms(threads), w0 = now_ms(CLOCK_MONOTONIC);
+        double c0 = bench_team_cpu_ms(threads), w0 = bench_now_ms(CLOCK_MONOTONIC);
         if (ft_model_forward(m, in, n_in) != FT_OK) {
             fprintf(stderr, "cpu_forward: %s\n", ft_ctx_errmsg(ctx));
             return 1;
         }
-        double w1 = now_ms(CLOCK_MONOTONIC), c1 = team_cpu_ms(threads);
+        double w1 = bench_now_ms(CLOCK_MONOTONIC), c1 = bench_team_cpu_ms(threads);
         wall[i] = w1 - w0;
         cpu[i] = c1 - c0;
     }

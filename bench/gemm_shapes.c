@@ -29,6 +29,7 @@
 #include "../engine/ft_internal.h"
 #include "../kernels/cpu/cpu_kernels.h"
 #include "../kernels/cpu/gemm_micro.h"
+#include "bench_clock.h"
 
 #include <dlfcn.h>
 #include <omp.h>
@@ -70,39 +71,6 @@ static const char *impl_names[IMPL_COUNT] = {"ft", "ft-nopack", "openblas"};
 typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                                const float *, int, float, float *, int);
 static cblas_sgemm_fn cblas_sgemm_p;
-
-static double now_ms(clockid_t clk) {
-    struct timespec t;
-    clock_gettime(clk, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* CPU time (ms) of the OpenMP team of `threads`, each thread reading its own
- * clock: the threads of a later parallel region of that size are the same
- * (libgomp keeps its pool), so the difference across a call is the CPU time the
- * team spent in it, waiting included while it spins. The process CPU clock is
- * no substitute: it does not see another thread's running time until that
- * thread is descheduled. */
-static double team_cpu_ms(int threads) {
-    double t[64] = {0};
-#pragma omp parallel num_threads(threads)
-    {
-        int i = omp_get_thread_num();
-        if (i < 64) t[i] = now_ms(CLOCK_THREAD_CPUTIME_ID);
-    }
-    double s = 0;
-    for (int i = 0; i < threads && i < 64; i++) s += t[i];
-    return s;
-}
-
-static float *filled(int64_t n, uint32_t seed) {
-    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    for (int64_t i = 0; v && i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
-    }
-    return v;
-}
 
 /* one shape's operands and its two linear nodes (prepacked and not) */
 typedef struct job {
@@ -223,9 +191,9 @@ int main(int argc, char **argv) {
         job *j = &jobs[nj];
         const shape *s = list[i];
         j->s = s;
-        j->x = filled(s->m * s->k, 1);
-        j->w = filled(s->n * s->k, 2);
-        j->yb = filled(s->m * s->n, 3);
+        j->x = bench_filled(s->m * s->k, 1);
+        j->w = bench_filled(s->n * s->k, 2);
+        j->yb = bench_filled(s->m * s->n, 3);
         int64_t xs[2] = {s->m, s->k}, ws[2] = {s->n, s->k};
         ft_tensor *src[4] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, xs, j->x),
                              ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, ws, j->w), NULL, NULL};
@@ -253,13 +221,13 @@ int main(int argc, char **argv) {
                 if (!use[m]) continue;
                 job *j = &jobs[i];
                 for (int it = 0; it < (r ? iters : 1); it++) {
-                    double c0 = team_cpu_ms(threads), w0 = now_ms(CLOCK_MONOTONIC);
+                    double c0 = bench_team_cpu_ms(threads), w0 = bench_now_ms(CLOCK_MONOTONIC);
                     if (run_once(ctx, j, m) != FT_OK) {
                         fprintf(stderr, "gemm_shapes: %s %s failed: %s\n", j->s->name,
                                 impl_names[m], ft_ctx_errmsg(ctx));
                         return 1;
                     }
-                    double w1 = now_ms(CLOCK_MONOTONIC), c1 = team_cpu_ms(threads);
+                    double w1 = bench_now_ms(CLOCK_MONOTONIC), c1 = bench_team_cpu_ms(threads);
                     if (r) {
                         j->wall[m][j->nsamp[m]] = w1 - w0;
                         j->cpu[m][j->nsamp[m]++] = c1 - c0;

@@ -235,6 +235,21 @@ def model_kind(tool, model):
     return "image" if "(image side)" in out.stdout else "audio" if "(samples)" in out.stdout else "text"
 
 
+def measured_span(outdir, sweeps):
+    """(first, last) row date of the sweeps' CSVs, ISO strings, or (None, None): the
+    study's time span is that of the rows it shows, not of an earlier run whose
+    study.json was left in the folder."""
+    import csv
+    dates = []
+    for sw in sweeps:
+        try:
+            with open(os.path.join(outdir, sw["name"] + ".csv"), newline="") as f:
+                dates += [r["date"] for r in csv.DictReader(f) if r.get("date")]
+        except (OSError, KeyError, csv.Error):
+            continue
+    return (min(dates), max(dates)) if dates else (None, None)
+
+
 def loadavg():
     """The host's 1-minute load average (a shared host makes timings noisy), or None."""
     try:
@@ -345,6 +360,8 @@ def main(argv):
         RP.run(a.dir, a.tool, peer_jobs)
     if peers_note:
         sys.stderr.write("report: peers (PyTorch, TorchScript, ONNX Runtime): %s\n" % peers_note)
+    first, last = measured_span(a.dir, sweeps)
+    started = first or started
     meta = {"device": a.device, "dtype": dtype, "quick": a.quick, "sweeps": sweeps, "started": started,
             "model": a.model, "skipped_presets": skipped, "stat": "median over rounds",
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": a.note,

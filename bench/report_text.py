@@ -175,6 +175,21 @@ def split_sentence(rows, a, b, batch, what):
                 what, a, b, batch, est(sp["gap"]), est(sp["kernel"]), est(sp["host"]), dom)), dom
 
 
+def study_files(outdir, meta):
+    """The folder's files this report was made from: the planned sweeps' CSV/JSON,
+    study.json, the peers' and baselines' JSON and the figures; a sweep an earlier
+    plan left there is not one of them."""
+    names = {s["name"] for s in meta.get("sweeps", [])}
+    keep = []
+    for p in glob.glob(os.path.join(outdir, "*")):
+        base = os.path.basename(p)
+        stem, ext = os.path.splitext(base)
+        if ext in (".png", ".svg") or (ext in (".csv", ".json") and (
+                stem in names or stem == "study" or stem.startswith(("peers-", "baseline")))):
+            keep.append(base)
+    return sorted(keep)
+
+
 def render(outdir, figures_only=False):
     import plot
     if not os.path.exists(os.path.join(outdir, "study.json")):
@@ -337,8 +352,7 @@ def render(outdir, figures_only=False):
     _overhead(w, st, figs, main_desc)
     _table3(w, st, peers, peer_notes, main_desc, fr)
     w(RP.section_md(RP.load(outdir) if meta.get("peers") != "off" else {}, "median", meta.get("peers_note")))
-    w("## Files\n\n" + ", ".join(sorted(os.path.basename(p) for p in glob.glob(os.path.join(outdir, "*"))
-                                        if p.endswith((".csv", ".json", ".png", ".svg")))) + "\n")
+    w("## Files\n\n" + ", ".join(study_files(outdir, meta)) + "\n")
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("".join(L))
     print("report: wrote %s" % os.path.join(outdir, "report.md"))

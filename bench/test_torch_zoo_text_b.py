@@ -198,9 +198,6 @@ class Variants(unittest.TestCase):
 if __name__ == "__main__":
     if torch is None:
         print(f"test_torch_zoo_text_b: {NO_TORCH}")
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(verbosity=1).run(suite)
-    skipped = len(res.skipped)
-    failed = len(res.failures) + len(res.errors)
-    print(f"RESULT: {res.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
-    sys.exit(1 if failed else 0)
+    import unittest_result
+
+    unittest_result.main(1)

@@ -154,10 +154,6 @@ class Variants(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    res = unittest.main(exit=False, verbosity=2).result
-    skipped = len(res.skipped)
-    for t, why in res.skipped:
-        print("SKIP %s: %s" % (t.id(), why))
-    failed = len(res.failures) + len(res.errors)
-    print("RESULT: %d passed, %d failed, %d skipped" % (res.testsRun - failed - skipped, failed, skipped))
-    sys.exit(1 if failed else 0)
+    import unittest_result
+
+    unittest_result.main(2)

@@ -31,6 +31,7 @@ import peers as P  # noqa: E402
 import plot  # noqa: E402
 import report  # noqa: E402
 import report_peers as RP  # noqa: E402
+import report_text as RT  # noqa: E402
 import studydata as sd  # noqa: E402
 import verdicts as V  # noqa: E402
 
@@ -378,6 +379,41 @@ def verdicts_of(md):
         out[n] = re.findall(r"^Verdict: (holds|does not hold|inconclusive \(within noise\)|inconclusive) \(.+\)$",
                             sec.group(1), re.M) if sec else None
     return out
+
+
+class Span(unittest.TestCase):
+    def test_span_is_the_rows_not_an_old_run(self):
+        d = tempfile.mkdtemp()
+        try:
+            for name, dates in (("a", ["2026-11-26T14:25:23Z", "2026-11-26T14:20:01Z"]),
+                                ("b", ["2026-11-26T14:31:00Z"])):
+                with open(os.path.join(d, name + ".csv"), "w", newline="") as f:
+                    w = csv.writer(f)
+                    w.writerow(["model", "date"])
+                    for x in dates:
+                        w.writerow(["m", x])
+            # a stale sweep the plan no longer has, and a missing one, do not count
+            with open(os.path.join(d, "old.csv"), "w") as f:
+                f.write("model,date\nm,2026-11-26T11:51:56Z\n")
+            sweeps = [{"name": "a"}, {"name": "b"}, {"name": "missing"}]
+            self.assertEqual(report.measured_span(d, sweeps), ("2026-11-26T14:20:01Z", "2026-11-26T14:31:00Z"))
+            self.assertEqual(report.measured_span(d, [{"name": "missing"}]), (None, None))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class Files(unittest.TestCase):
+    def test_files_are_the_studys_own(self):
+        d = tempfile.mkdtemp()
+        try:
+            for n in ("main-fp32.csv", "main-fp32.json", "models-1.csv", "models-1.json", "study.json",
+                      "peers-main.json", "f.png", "f.svg", "notes.txt"):
+                open(os.path.join(d, n), "w").close()
+            meta = {"sweeps": [{"name": "main-fp32"}]}
+            self.assertEqual(RT.study_files(d, meta), ["f.png", "f.svg", "main-fp32.csv", "main-fp32.json",
+                                                      "peers-main.json", "study.json"])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class Render(unittest.TestCase):
@@ -757,10 +793,6 @@ class Figures(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    res = unittest.main(exit=False, verbosity=1).result
-    skipped = len(res.skipped)
-    for t, why in res.skipped:
-        print("SKIP %s: %s" % (t.id(), why))
-    failed = len(res.failures) + len(res.errors)
-    print("RESULT: %d passed, %d failed, %d skipped" % (res.testsRun - failed - skipped, failed, skipped))
-    sys.exit(1 if failed else 0)
+    import unittest_result
+
+    unittest_result.main(1)
