@@ -38,6 +38,7 @@ onnx_nodes only.
         '{"cmd": "time", "runtime": "eager", "batch": 1, "size": 128, "iters": 10, "warmup": 2}'
 """
 import argparse
+import copy
 import ctypes
 import json
 import os
@@ -101,6 +102,7 @@ class Worker:
         self.traced = {}   # (batch, size) -> frozen TorchScript module
         self.inputs_ = {}  # (batch, size) -> inputs dict
         self.eager_out = {}
+        self.noise_ = {}
 
     # ---- shapes and inputs
     def inputs(self, batch, size):
@@ -121,6 +123,27 @@ class Worker:
             with torch.no_grad():
                 self.eager_out = {key: self.model(**self.inputs(batch, size))}
         return self.eager_out[key]
+
+    def fp32_noise(self, batch, size):
+        """{output: relative L2 error of eager float32 against eager float64} at this shape,
+        {} where the model does not run in float64 (then the golden criterion applies)."""
+        key = (batch, size)
+        if key not in self.noise_:
+            noise = {}
+            try:
+                m64 = copy.copy(self.model)
+                m64.p = {k: v.double() if v.is_floating_point() else v for k, v in self.model.p.items()}
+                inp = {k: v.double() if v.is_floating_point() else v for k, v in self.inputs(batch, size).items()}
+                with torch.no_grad():
+                    out64 = m64(**inp)
+                for k, v in self.eager(batch, size).items():
+                    if isinstance(v, torch.Tensor) and k in out64 and out64[k].shape == v.shape:
+                        ref = out64[k].double()
+                        noise[k] = float(torch.linalg.norm(v.double() - ref) / max(float(torch.linalg.norm(ref)), 1e-30))
+            except (RuntimeError, TypeError, AttributeError):
+                noise = {}
+            self.noise_ = {key: noise}  # one shape kept, as the inputs
+        return self.noise_[key]
 
     def wrapped(self, batch, size):
         inp = self.inputs(batch, size)
@@ -180,7 +203,7 @@ class Worker:
     def cmd_check(self, c):
         b, s = c.get("batch"), c.get("size")
         got = self.named_outputs(c.get("runtime", "torchscript"), b, s)
-        return compare_outputs(got, self.named_outputs("eager", b, s))
+        return compare_outputs(got, self.named_outputs("eager", b, s), self.fp32_noise(b, s))
 
     def cmd_run(self, c):
         out = self.named_outputs(c.get("runtime", "eager"), c.get("batch"), c.get("size"))
@@ -204,7 +227,8 @@ class Worker:
     def cmd_compare(self, c):
         got = {k: torch.frombuffer(bytearray(a.tobytes()), dtype=torch.float32).reshape(shape)
                for k, (dt, shape, a) in st.read(c["outputs"]).items() if dt == "F32"}
-        return compare_outputs(got, self.named_outputs("eager", c.get("batch"), c.get("size")))
+        return compare_outputs(got, self.named_outputs("eager", c.get("batch"), c.get("size")),
+                               self.fp32_noise(c.get("batch"), c.get("size")))
 
     def cmd_opcount(self, c):
         """Ops of one forward: every aten op (aten_ops) and those that are not views
@@ -262,12 +286,17 @@ class Worker:
             return {"ok": False, "error": f"{e.__class__.__name__}: {str(e)[:400]}"}
 
 
-def compare_outputs(got, want):
+def compare_outputs(got, want, noise=None):
     """Every output eager has, got against want (torch tensors), under the golden criterion
     with its absolute term scaled by the output's RMS where that exceeds 1: random weights at
     a real model's size give activations in the thousands (ResNet-50's last stage), where
     summation order alone moves elements by more than 1e-4 while the relative L2 error stays
-    near 1e-6; on outputs of golden-case size (RMS <= 1) this is the golden criterion."""
+    near 1e-6; on outputs of golden-case size (RMS <= 1) this is the golden criterion.
+    noise: {output: eager float32's relative L2 error against float64 at this shape}
+    (Worker.fp32_noise); where given, the bounds widen to four times that error when it
+    exceeds the criterion's: two correct float32 implementations of a deep network differ
+    by about their own rounding error (MobileNetV2-1.0 at 224: TorchScript and ORT both
+    2.4e-5 from eager), while a changed operation stays orders of magnitude above it."""
     lines, ok = [], True
     for k, w in want.items():
         if k not in got:
@@ -283,13 +312,15 @@ def compare_outputs(got, want):
         d = (g - w).abs()
         rel = float(torch.linalg.norm(g - w) / max(float(torch.linalg.norm(w)), 1e-30))
         scale = max(1.0, float(w.pow(2).mean().sqrt())) if w.numel() else 1.0
-        over = int((d > st.ATOL * scale + st.RTOL * w.abs()).sum())
+        widen = max(1.0, 4.0 * (noise or {}).get(k, 0.0) / st.REL_L2)
+        over = int((d > widen * (st.ATOL * scale + st.RTOL * w.abs())).sum())
         fin = bool(torch.isfinite(g).all())
-        good = fin and over == 0 and rel <= st.REL_L2
+        good = fin and over == 0 and rel <= st.REL_L2 * widen
         ok &= good
         lines.append(f"{k}: {'ok' if good else 'FAIL'} max abs err {float(d.max()):.2e} (RMS {scale:.3g}), "
                      f"rel L2 {rel:.2e}"
-                     + ("" if fin else ", NaN/Inf") + (f", {over} over tolerance" if over else ""))
+                     + ("" if fin else ", NaN/Inf") + (f", {over} over tolerance" if over else "")
+                     + (f" (bounds x{widen:.1f}: eager's own float32 error)" if widen > 1 else ""))
     return {"match": ok, "lines": lines}
 
 
