@@ -249,7 +249,7 @@ ft_status ft_ctx_enter(ft_ctx *ctx, const char *fn);
 void ft_ctx_leave(ft_ctx *ctx);
 
 /* kernels/cpu: frees the context's CPU scratch and pack cache (ft_ctx_free);
- * drops a parameter's packed panels from the cache (model teardown). */
+ * drops a tensor's packed panels from the cache (ft_tensor_free_persistent). */
 void ft_cpu_ctx_release(ft_ctx *ctx);
 void ft_cpu_pack_cache_free(ft_ctx *ctx);
 void ft_cpu_pack_cache_drop(ft_ctx *ctx, const ft_tensor *w);

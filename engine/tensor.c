@@ -83,6 +83,8 @@ ft_tensor *ft_tensor_new_persistent(ft_ctx *ctx) {
 
 void ft_tensor_free_persistent(ft_tensor *t) {
     if (!t) return;
+    /* eager mode's CPU pack cache keys packed panels on the tensor: they go with it */
+    if (t->ctx) ft_cpu_pack_cache_drop(t->ctx, t);
     ft_tensor_drop_storage(t);
     free(t);
 }

@@ -643,10 +643,7 @@ void ft_model_free(ft_model *m) {
     release_outputs(m);
     ft_graph_free(m);
     if (m->arch && m->arch->destroy) m->arch->destroy(m);
-    for (int i = 0; i < m->n_params; i++) {
-        ft_cpu_pack_cache_drop(m->ctx, m->params[i]); /* its eager packed panels */
-        ft_tensor_free_persistent(m->params[i]);
-    }
+    for (int i = 0; i < m->n_params; i++) ft_tensor_free_persistent(m->params[i]);
     free(m->params);
     ft_st_close(m->st);
     free(m);
