@@ -150,12 +150,76 @@ DC_DEF16(6)
 static const dc_fn dc16[NPX_MAX] = {dc16_1, dc16_2, dc16_3, dc16_4, dc16_5, dc16_6};
 
 #ifdef DC_X86
+/*
+ * The AVX-512 body: dc_body's sums in the same order, written on gcc's generic
+ * vectors (one 16-float vector per accumulator, every index a constant after
+ * unrolling) so the 24 accumulators live in registers from the zeroing to the
+ * store. dc_body's float arrays were zeroed in memory (a rep stos per call),
+ * loaded, and spilled again for the epilogue: about a quarter of a depth-64
+ * 1x1 convolution's time (ResNet-50's 64 -> 256 layers at 56 x 56).
+ */
+typedef float dc_v16 __attribute__((vector_size(64)));
+typedef float dc_v16u __attribute__((vector_size(64), aligned(4)));
+typedef int dc_i16 __attribute__((vector_size(64)));
+#define DC_LD(p) (*(const dc_v16u *)(p))
+#define DC_BC(s) ((dc_v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
+
+DC_INLINE void dc_body512(const int NPX, const int NCB, int ntaps, int nci, const float *const *restrict xp,
+                          const float *const *restrict wp, int64_t wo, float *restrict y, int64_t ys,
+                          const float *restrict bias, const float *restrict res, int mode) {
+    dc_v16 acc[NPX_MAX][4];
+#pragma GCC unroll 6
+    for (int j = 0; j < NPX; j++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NCB; b++) acc[j][b] = (dc_v16){0};
+    for (int t = 0; t < ntaps; t++) {
+        const float *const *pp = xp + t * NPX;
+        const float *w = wp[t] + wo;
+        const float *x0 = pp[0], *x1 = pp[NPX > 1 ? 1 : 0], *x2 = pp[NPX > 2 ? 2 : 0];
+        const float *x3 = pp[NPX > 3 ? 3 : 0], *x4 = pp[NPX > 4 ? 4 : 0], *x5 = pp[NPX > 5 ? 5 : 0];
+        for (int ci = 0; ci < nci; ci++) {
+            const float *wc = w + ci * CG;
+            dc_v16 wv[4];
+#pragma GCC unroll 4
+            for (int b = 0; b < NCB; b++) wv[b] = DC_LD(wc + b * C16);
+            const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
+#pragma GCC unroll 6
+            for (int j = 0; j < NPX; j++) {
+                const dc_v16 av = DC_BC(a[j]);
+#pragma GCC unroll 4
+                for (int b = 0; b < NCB; b++) acc[j][b] += av * wv[b];
+            }
+        }
+    }
+    const bool first = (mode & DC_FIRST) != 0, relu = (mode & DC_LAST) && (mode & DC_RELU);
+    const float *bo = (mode & DC_LAST) ? bias : NULL, *ro = (mode & DC_LAST) ? res : NULL;
+#pragma GCC unroll 4
+    for (int b = 0; b < NCB; b++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NPX; j++) {
+            /* y + acc, + bias, + residual, ReLU (NaN stays NaN, -0 becomes +0) */
+            dc_v16 v = acc[j][b];
+            float *yo = y + b * ys + j * C16;
+            if (!first) v = DC_LD(yo) + v;
+            if (bo) v += DC_LD(bo + b * C16);
+            if (ro) v += DC_LD(ro + b * ys + j * C16);
+            if (relu) {
+                /* kept: sign clear (+0 included), or a NaN (magnitude past inf's
+                 * bits); in shifts and masks, because gcc scalarises compares of
+                 * 512-bit generic vectors */
+                const dc_i16 i = (dc_i16)v;
+                v = (dc_v16)(i & (~(i >> 31) | ((0x7f800000 - (i & 0x7fffffff)) >> 31)));
+            }
+            *(dc_v16u *)yo = v;
+        }
+}
+
 /* AVX-512: up to 64 output channels at a time */
 #define DC_DEF64(P, B)                                                                                  \
     __attribute__((target("arch=x86-64-v4"))) static void dc64_##P##_##B(                              \
         int ntaps, int nci, const float *const *xp, const float *const *wp, int64_t wo, float *y,      \
         int64_t ys, const float *bias, const float *res, int mode) {                                   \
-        dc_body(P, B, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                                 \
+        dc_body512(P, B, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                              \
     }
 #define DC_DEF64_ROW(P) DC_DEF64(P, 1) DC_DEF64(P, 2) DC_DEF64(P, 3) DC_DEF64(P, 4)
 DC_DEF64_ROW(1)
