@@ -67,11 +67,12 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
 /* What a micro-kernel call reads: ntaps window taps (per tap NPX pixel pointers
  * xp[t][j] into input block 0 of the chunk, or dc_zeros in the padding, and the
  * tap's weights wp[t]) repeated for nblk input blocks, block k's pixels xbs floats
- * on from block 0's (the zero block stays) and its weights wbs floats on; and pfn
- * lines from pf prefetched per tap. Working the blocks out here, not in a table
+ * on from block 0's (the zero block stays) and its weights wbs floats on; pfn
+ * lines from pf prefetched per tap, and with xpf the NPX lines of pixel 0's
+ * input xpf floats on (a 1x1 stride-1 convolution's tile after next). Working the blocks out here, not in a table
  * per block, took a tile's table building (5-8% of a convolution) to one window. */
 typedef struct dc_taps {
-    int ntaps, nblk, nci, pfn;
+    int ntaps, nblk, nci, pfn, xpf;
     const float *const *xp, *const *wp;
     int64_t xbs, wbs;
     const float *pf;
@@ -100,6 +101,8 @@ DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t 
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
+        if (tp->xpf)
+            for (int k = 0; k < NPX * C16; k += 16) __builtin_prefetch(x0 + tp->xpf + k, 0, 3);
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
@@ -197,6 +200,8 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
+        if (tp->xpf)
+            for (int k = 0; k < NPX * C16; k += 16) __builtin_prefetch(x0 + tp->xpf + k, 0, 3);
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             dc_v16 wv[4];
@@ -437,10 +442,10 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
     /* measured: 12-16% off ResNet-50's large 1x1 reductions at batch 8, whose input
      * (25 MB) streams from memory */
     const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->s == 1 && g->pad == 0;
-    /* an output (and residual) past half of a typical L3 streams from memory:
-     * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward; at
-     * batch 1, where they stay in cache, it cost about 1%) */
-    const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 16e6;
+    /* an output (and residual) of a few times L2 comes from L3 or memory:
+     * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward with
+     * outputs past 16 MB, 4% more past 3 MB with the input prefetched per tap) */
+    const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 3.0 * (double)ft_cpu_gemm_kern_get()->l2;
     for (int64_t g0 = c0; g0 < c1; g0 += r->gcogs) {
     const int64_t g1 = g0 + r->gcogs < c1 ? g0 + r->gcogs : c1;
     for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
@@ -478,17 +483,15 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
              * not eight 6s and a lone pixel) */
             const int64_t p0 = t * P / r->tiles;
             const int npx = (int)((t + 1) * P / r->tiles - p0);
-            dc_taps tp = {build_taps(r, n, b0, p0, npx, xp, wp), (int)(b1 - b0), nci, 0, xp, wp,
+            dc_taps tp = {build_taps(r, n, b0, p0, npx, xp, wp), (int)(b1 - b0), nci, 0, 0, xp, wp,
                           g->h * g->w * C16, g->kh * g->kw * C16 * CG, NULL};
+            /* a 1x1 stride-1 convolution streams its input: the micro-kernel
+             * prefetches the tile after next, one block per tap (a burst of
+             * every block's lines here stalled on the miss queue; 16+ streams
+             * are more than the hardware follows) */
+            if (pf && t + 2 < t1) tp.xpf = 2 * NPX_MAX * C16;
             if (r->mode == DC_ROWS) tp.nblk = 1;
             const int nt = tp.ntaps * tp.nblk;
-            if (pf && t + 2 < t1) {
-                /* a 1x1 stride-1 convolution streams its input: the tile after next,
-                 * block by block (16 streams are more than the hardware follows) */
-                const float *nx = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
-                for (int64_t b = b0; b < b1; b++, nx += P * C16)
-                    for (int l = 0; l < NPX_MAX * C16; l += 16) __builtin_prefetch(nx + l, 0, 3);
-            }
             for (int64_t cog = g0; cog < g1; cog++) {
                 const int ncb = (int)(cob - cog * 4 < 4 ? cob - cog * 4 : 4);
                 const int64_t wo = cog * r->cog_stride;
@@ -512,6 +515,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
 #ifdef DC_X86
                 if (r->wide) {
                     dc64[npx - 1][ncb - 1](&tp, wo, yt, ys, bt, rt, mode);
+                    tp.xpf = 0;
                 } else
 #endif
                 {
@@ -519,6 +523,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                         dc16[npx - 1](&tp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
                                       rt ? rt + b * ys : NULL, mode);
                         tp.pfn = 0;
+                        tp.xpf = 0;
                     }
                 }
                 if ((mode & DC_LAST) && r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
