@@ -67,15 +67,16 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
 /* What a micro-kernel call reads: ntaps window taps (per tap NPX pixel pointers
  * xp[t][j] into input block 0 of the chunk, or dc_zeros in the padding, and the
  * tap's weights wp[t]) repeated for nblk input blocks, block k's pixels xbs floats
- * on from block 0's (the zero block stays) and its weights wbs floats on; pfn
- * lines from pf prefetched per tap, and with xpf the NPX lines of pixel 0's
- * input xpf floats on (a 1x1 stride-1 convolution's tile after next). Working the blocks out here, not in a table
+ * on from block 0's (the zero block stays) and its weights wbs floats on; per
+ * tap, pfn lines prefetched from pf on (weights, to L2) and xqn lines from xq,
+ * which then steps xqs floats (a 1x1 stride-1 convolution's input for the tile
+ * after next, one block per tap, to L1). Working the blocks out here, not in a table
  * per block, took a tile's table building (5-8% of a convolution) to one window. */
 typedef struct dc_taps {
-    int ntaps, nblk, nci, pfn, xpf;
+    int ntaps, nblk, nci, pfn, xqn;
     const float *const *xp, *const *wp;
-    int64_t xbs, wbs;
-    const float *pf;
+    int64_t xbs, wbs, xqs;
+    const float *pf, *xq;
 } dc_taps;
 
 #define DC_PX(k) (pp[NPX > (k) ? (k) : 0] == dc_zeros ? dc_zeros : pp[NPX > (k) ? (k) : 0] + xo)
@@ -93,7 +94,9 @@ DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t 
     for (int j = 0; j < NPX; j++)
         for (int c = 0; c < NCB * C16; c++) acc[j][c] = 0.0f;
     const float *pf = tp->pf;
-    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk;
+    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
+    const float *xq = tp->xq;
+    const int64_t xqs = tp->xqs;
     for (int blk = 0; blk < nblk; blk++)
     for (int t = 0; t < ntaps; t++) {
         const int64_t xo = blk * tp->xbs;
@@ -101,8 +104,8 @@ DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t 
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
-        if (tp->xpf)
-            for (int k = 0; k < NPX * C16; k += 16) __builtin_prefetch(x0 + tp->xpf + k, 0, 3);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * 16, 0, 3);
+        xq += xqs;
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
@@ -192,7 +195,9 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
 #pragma GCC unroll 4
         for (int b = 0; b < NCB; b++) acc[j][b] = (dc_v16){0};
     const float *pf = tp->pf;
-    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk;
+    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
+    const float *xq = tp->xq;
+    const int64_t xqs = tp->xqs;
     for (int blk = 0; blk < nblk; blk++)
     for (int t = 0; t < ntaps; t++) {
         const int64_t xo = blk * tp->xbs;
@@ -200,8 +205,8 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
-        if (tp->xpf)
-            for (int k = 0; k < NPX * C16; k += 16) __builtin_prefetch(x0 + tp->xpf + k, 0, 3);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * 16, 0, 3);
+        xq += xqs;
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             dc_v16 wv[4];
@@ -395,10 +400,14 @@ static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t p0, int np
                       const float **wp) {
     const dc_geom *g = &r->g;
     int64_t ih0[NPX_MAX], iw0[NPX_MAX];
-    for (int j = 0; j < npx; j++) {
-        int64_t p = p0 + j;
-        ih0[j] = (p / g->ow) * g->s - g->pad;
-        iw0[j] = (p % g->ow) * g->s - g->pad;
+    /* one division per tile: the next pixels step along the row and wrap */
+    for (int64_t j = 0, oy = p0 / g->ow, ox = p0 % g->ow; j < npx; j++) {
+        ih0[j] = oy * g->s - g->pad;
+        iw0[j] = ox * g->s - g->pad;
+        if (++ox == g->ow) {
+            ox = 0;
+            oy++;
+        }
     }
     int nt = 0;
     if (r->mode == DC_ROWS) {
@@ -484,12 +493,15 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
             const int64_t p0 = t * P / r->tiles;
             const int npx = (int)((t + 1) * P / r->tiles - p0);
             dc_taps tp = {build_taps(r, n, b0, p0, npx, xp, wp), (int)(b1 - b0), nci, 0, 0, xp, wp,
-                          g->h * g->w * C16, g->kh * g->kw * C16 * CG, NULL};
+                          g->h * g->w * C16, g->kh * g->kw * C16 * CG, P * C16, NULL, NULL};
             /* a 1x1 stride-1 convolution streams its input: the micro-kernel
              * prefetches the tile after next, one block per tap (a burst of
              * every block's lines here stalled on the miss queue; 16+ streams
              * are more than the hardware follows) */
-            if (pf && t + 2 < t1) tp.xpf = 2 * NPX_MAX * C16;
+            if (pf && t + 2 < t1) {
+                tp.xq = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
+                tp.xqn = NPX_MAX;
+            }
             if (r->mode == DC_ROWS) tp.nblk = 1;
             const int nt = tp.ntaps * tp.nblk;
             for (int64_t cog = g0; cog < g1; cog++) {
@@ -515,7 +527,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
 #ifdef DC_X86
                 if (r->wide) {
                     dc64[npx - 1][ncb - 1](&tp, wo, yt, ys, bt, rt, mode);
-                    tp.xpf = 0;
+                    tp.xqn = 0;
                 } else
 #endif
                 {
@@ -523,7 +535,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                         dc16[npx - 1](&tp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
                                       rt ? rt + b * ys : NULL, mode);
                         tp.pfn = 0;
-                        tp.xpf = 0;
+                        tp.xqn = 0;
                     }
                 }
                 if ((mode & DC_LAST) && r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
