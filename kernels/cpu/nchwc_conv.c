@@ -414,12 +414,10 @@ static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t p0, int np
         /* padded HWC: window row ky of pixel j starts at (ih0 + pad + ky, iw0 + pad) */
         const int64_t wp_ = g->w + 2 * g->pad, hp = g->h + 2 * g->pad;
         const float *xb = r->x + n * hp * wp_ * g->cin;
-        for (int64_t ky = 0; ky < g->kh; ky++) {
-            for (int j = 0; j < npx; j++)
-                xp[nt * npx + j] = xb + ((ih0[j] + g->pad + ky) * wp_ + iw0[j] + g->pad) * g->cin;
-            wp[nt++] = r->w + ky * g->kw * g->cin * CG;
-        }
-        return nt;
+        /* row ky = 0 only: the kernel steps the window's rows as blocks */
+        for (int j = 0; j < npx; j++) xp[j] = xb + ((ih0[j] + g->pad) * wp_ + iw0[j] + g->pad) * g->cin;
+        wp[0] = r->w;
+        return 1;
     }
     const int64_t plane = g->h * g->w, kk = g->kh * g->kw;
     const int64_t bw0 = g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16;
@@ -502,7 +500,11 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                 tp.xq = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
                 tp.xqn = NPX_MAX;
             }
-            if (r->mode == DC_ROWS) tp.nblk = 1;
+            if (r->mode == DC_ROWS) { /* window rows as blocks: one padded input row, one kernel row on */
+                tp.nblk = (int)g->kh;
+                tp.xbs = (g->w + 2 * g->pad) * g->cin;
+                tp.wbs = g->kw * g->cin * CG;
+            }
             const int nt = tp.ntaps * tp.nblk;
             for (int64_t cog = g0; cog < g1; cog++) {
                 const int ncb = (int)(cob - cog * 4 < 4 ? cob - cog * 4 : 4);
