@@ -682,7 +682,11 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     if (xb_in) {
         r.x = x->data;
     } else {
-        int64_t nx = r.mode == DC_ROWS ? g->n * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * g->cin : ft_numel(x);
+        /* blocks: every block (a partial last one too) takes a whole 16-wide
+         * plane, so an image's blocks start 16 x its planes apart (sizing this
+         * as the input's numel overran it for a batch of channels off 16) */
+        int64_t nx = r.mode == DC_ROWS ? g->n * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * g->cin
+                                       : g->n * r.cib * g->h * g->w * C16;
         float *xs = ft_cpu_buf_get(&xbuf, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(nx > 0 ? nx : 1) * sizeof(float));
         if (!xs) goto oom;
         if (r.mode == DC_ROWS) hwc_input(x->data, xs, g);
