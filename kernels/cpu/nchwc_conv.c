@@ -390,6 +390,7 @@ typedef struct dc_run {
     int64_t cog_stride; /* floats from one 64-channel group's weights to the next */
     bool wide;        /* AVX-512 kernels */
     bool pfw;         /* prefetch each task's next weight chunk (DENSE) */
+    bool acc;         /* y holds the residual (in place): no chunk overwrites it */
 } dc_run;
 
 /* Taps of input block b0 (DENSE; the kernel steps them over the chunk's later
@@ -457,7 +458,8 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
     const int64_t g1 = g0 + r->gcogs < c1 ? g0 + r->gcogs : c1;
     for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
         const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
-        const int mode = (b0 == 0 ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) | (r->act == FT_ACT_RELU ? DC_RELU : 0);
+        const int mode = (b0 == 0 && !r->acc ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) |
+                         (r->act == FT_ACT_RELU ? DC_RELU : 0);
         /* channels per tap: a window row (ROWS), else the block's width (a
          * narrower last block is a chunk of its own) */
         const int nci = r->mode == DC_ROWS ? (int)(g->kw * g->cin)
@@ -517,7 +519,7 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                      * a 56 x 56 stage's activations (25 MB) stream from memory */
                     for (int b = 0; b < ncb; b++)
                         for (int l = 0; l < NPX_MAX * C16; l += 16) {
-                            if (mode & DC_FIRST) __builtin_prefetch(yt + b * ys + 2 * NPX_MAX * C16 + l, 1, 3);
+                            if (b0 == 0) __builtin_prefetch(yt + b * ys + 2 * NPX_MAX * C16 + l, 1, 3);
                             if (rt && (mode & DC_LAST)) __builtin_prefetch(rt + b * ys + 2 * NPX_MAX * C16 + l, 0, 3);
                         }
                 }
@@ -658,7 +660,12 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     r.tiles = (g->oh * g->ow + NPX_MAX - 1) / NPX_MAX;
     r.wide = !strcmp(ft_cpu_gemm_kern_get()->isa, "avx512");
     r.y = dst->data;
-    r.res = res ? res->data : NULL;
+    /* the plan may give the output the residual's buffer (graph/planner.c, when
+     * the residual dies here): then y starts as the residual and every chunk
+     * accumulates into it. Depthwise reads each residual pixel just before
+     * writing it, so it keeps its residual pointer. */
+    r.acc = res && res->data == dst->data && r.mode != DC_DW;
+    r.res = res && !r.acc ? res->data : NULL;
     const int64_t kk = g->kh * g->kw;
     r.cog_stride = r.mode == DC_ROWS ? kk * g->cin * CG : r.cib * kk * C16 * CG;
     ft_cpu_f32 fb = {0};
