@@ -68,14 +68,14 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
  * xp[t][j] into input block 0 of the chunk, or dc_zeros in the padding, and the
  * tap's weights wp[t]) repeated for nblk input blocks, block k's pixels xbs floats
  * on from block 0's (the zero block stays) and its weights wbs floats on; per
- * tap, pfn lines prefetched from pf on (weights, to L2) and xqn lines from xq,
- * which then steps xqs floats (a 1x1 stride-1 convolution's input for the tile
+ * tap, pfn lines prefetched from pf on (weights, to L2) and xqn lines xql floats
+ * apart from xq, which then steps xqs floats (a 1x1 convolution's input for the tile
  * after next, one block per tap, to L1). Working the blocks out here, not in a table
  * per block, took a tile's table building (5-8% of a convolution) to one window. */
 typedef struct dc_taps {
     int ntaps, nblk, nci, pfn, xqn;
     const float *const *xp, *const *wp;
-    int64_t xbs, wbs, xqs;
+    int64_t xbs, wbs, xqs, xql;
     const float *pf, *xq;
 } dc_taps;
 
@@ -96,7 +96,7 @@ DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t 
     const float *pf = tp->pf;
     const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
     const float *xq = tp->xq;
-    const int64_t xqs = tp->xqs;
+    const int64_t xqs = tp->xqs, xql = tp->xql;
     for (int blk = 0; blk < nblk; blk++)
     for (int t = 0; t < ntaps; t++) {
         const int64_t xo = blk * tp->xbs;
@@ -104,7 +104,7 @@ DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t 
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
-        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * 16, 0, 3);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * xql, 0, 3);
         xq += xqs;
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
@@ -197,7 +197,7 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
     const float *pf = tp->pf;
     const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
     const float *xq = tp->xq;
-    const int64_t xqs = tp->xqs;
+    const int64_t xqs = tp->xqs, xql = tp->xql;
     for (int blk = 0; blk < nblk; blk++)
     for (int t = 0; t < ntaps; t++) {
         const int64_t xo = blk * tp->xbs;
@@ -205,7 +205,7 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
         const float *w = tp->wp[t] + wo + blk * tp->wbs;
         const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
-        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * 16, 0, 3);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * xql, 0, 3);
         xq += xqs;
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
@@ -448,8 +448,8 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
     const int64_t P = g->oh * g->ow, cob = g->cout / C16, ys = P * C16;
     const int64_t nb = r->mode == DC_ROWS ? 1 : r->cib, chunk = r->mode == DC_ROWS ? 1 : r->chunk;
     /* measured: 12-16% off ResNet-50's large 1x1 reductions at batch 8, whose input
-     * (25 MB) streams from memory */
-    const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->s == 1 && g->pad == 0;
+     * (25 MB) streams from memory; strided ones too (the downsampling branches) */
+    const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->pad == 0;
     /* an output (and residual) of a few times L2 comes from L3 or memory:
      * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward with
      * outputs past 16 MB, 4% more past 3 MB with the input prefetched per tap) */
@@ -493,13 +493,17 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
             const int64_t p0 = t * P / r->tiles;
             const int npx = (int)((t + 1) * P / r->tiles - p0);
             dc_taps tp = {build_taps(r, n, b0, p0, npx, xp, wp), (int)(b1 - b0), nci, 0, 0, xp, wp,
-                          g->h * g->w * C16, g->kh * g->kw * C16 * CG, P * C16, NULL, NULL};
-            /* a 1x1 stride-1 convolution streams its input: the micro-kernel
-             * prefetches the tile after next, one block per tap (a burst of
+                          g->h * g->w * C16, g->kh * g->kw * C16 * CG, g->h * g->w * C16, g->s * C16,
+                          NULL, NULL};
+            /* a 1x1 convolution streams its input: the micro-kernel prefetches
+             * the pixels of the tile after next, one block per tap (a burst of
              * every block's lines here stalled on the miss queue; 16+ streams
-             * are more than the hardware follows) */
+             * are more than the hardware follows; strided ones, ResNet's
+             * downsampling 1x1s, read every other line, 1.2-1.35x ORT's time at
+             * batch 8 without) */
             if (pf && t + 2 < t1) {
-                tp.xq = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
+                const int64_t q = p0 + 2 * NPX_MAX, qy = q / g->ow * g->s, qx = q % g->ow * g->s;
+                tp.xq = r->x + (n * r->cib + b0) * g->h * g->w * C16 + (qy * g->w + qx) * C16;
                 tp.xqn = NPX_MAX;
             }
             if (r->mode == DC_ROWS) { /* window rows as blocks: one padded input row, one kernel row on */
