@@ -207,6 +207,8 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
         for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
         for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * xql, 0, 3);
         xq += xqs;
+        /* two channels per trip: ~1% off ResNet-50's forward (loop overhead) */
+#pragma GCC unroll 2
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             dc_v16 wv[4];
