@@ -236,11 +236,9 @@ DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
             if (bo) v += DC_LD(bo + b * C16);
             if (ro) v += DC_LD(ro + b * ys + j * C16);
             if (relu) {
-                /* kept: sign clear (+0 included), or a NaN (magnitude past inf's
-                 * bits); in shifts and masks, because gcc scalarises compares of
-                 * 512-bit generic vectors */
-                const dc_i16 i = (dc_i16)v;
-                v = (dc_v16)(i & (~(i >> 31) | ((0x7f800000 - (i & 0x7fffffff)) >> 31)));
+                /* zero where v <= 0 (-0 too); a NaN compares false and stays: one
+                 * compare and a masked move (v > 0 || v != v scalarised here) */
+                v = (dc_v16)((dc_i16)v & ~(v <= 0.0f));
             }
             *(dc_v16u *)yo = v;
         }
