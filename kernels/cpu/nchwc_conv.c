@@ -423,6 +423,22 @@ static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t p0, int np
     const int64_t plane = g->h * g->w, kk = g->kh * g->kw;
     const int64_t bw0 = g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16;
     const float *xb = r->x + (n * r->cib + b0) * plane * C16;
+    /* every pixel's whole window inside the input (most tiles): pointers without
+     * bounds checks (ResNet-50's 3x3s 1.5-2.8% faster hot) */
+    bool inner = true;
+    for (int j = 0; j < npx; j++)
+        inner &= ih0[j] >= 0 && ih0[j] + g->kh <= g->h && iw0[j] >= 0 && iw0[j] + g->kw <= g->w;
+    if (inner) {
+        const float *base[NPX_MAX];
+        for (int j = 0; j < npx; j++) base[j] = xb + (ih0[j] * g->w + iw0[j]) * bw0;
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++, nt++) {
+                const int64_t off = (ky * g->w + kx) * bw0;
+                for (int j = 0; j < npx; j++) xp[nt * npx + j] = base[j] + off;
+                wp[nt] = r->w + (b0 * kk + ky * g->kw + kx) * C16 * CG;
+            }
+        return nt;
+    }
     int64_t tap[TAPS_MAX];
     for (int64_t ky = 0; ky < g->kh; ky++)
         for (int64_t kx = 0; kx < g->kw; kx++) {
