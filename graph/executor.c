@@ -556,6 +556,7 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         s->arena_bytes = mp.arena_bytes;
         s->sum_intermediate_bytes = mp.sum_bytes;
         s->peak_live_bytes = mp.lower_bound;
+        s->residual_in_place = mp.n_in_place;
         s->const_bytes = const_bytes;
         s->shared_const_bytes = shared_bytes;
         s->trace_ms = t1 - t0;

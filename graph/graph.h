@@ -185,6 +185,7 @@ typedef struct ft_mem_plan {
     size_t sum_bytes;     /* all intermediates side by side (no reuse) */
     size_t lower_bound;   /* the most bytes live at any one step */
     int n_buffers;
+    int n_in_place;       /* CPU blocked convolutions writing over their residual */
 } ft_mem_plan;
 
 #define FT_NO_OFFSET ((size_t)-1)

@@ -403,6 +403,8 @@ typedef struct ft_graph_stats {
     size_t shared_const_bytes; /* stacked and folded weights the model keeps once for all its
                                   plans (a Q/K/V stack packed at load costs nothing) */
     size_t scratch_bytes;      /* kernel scratch (im2col...) a captured plan keeps for its replays */
+    int residual_in_place;     /* CPU: blocked convolutions whose output took the buffer of their
+                                  residual (its last use; the kernel accumulates into it) */
     /* one-time costs of this plan (milliseconds) */
     double trace_ms, passes_ms, plan_ms; /* plan_ms: memory plan, uploads, kernel resolution */
     double capture_ms, instantiate_ms;   /* CUDA Graph, per input shape (0 when not captured) */

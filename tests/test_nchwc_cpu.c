@@ -5,7 +5,9 @@
  * strides 1/2, paddings 0..3, input channels 3..48 with a partial last block,
  * output channels 16..144 off the 64-channel groups, NCHW or NCHWc input,
  * plane sizes off the 6-pixel tiles, batch 1 and 2, bias, a residual, ReLU or
- * GELU, weights packed per call and at plan time, 1 and 2 threads), the
+ * GELU, weights packed per call and at plan time, the output over its
+ * residual as a plan may place it, weights past half of L2 in chunks, 1 and 2
+ * threads; ReLU on NaN and infinities), the
  * depthwise convolution, max pooling (a NaN wins), global average pooling and
  * the reorders of the copy kernel. Rerun under the AVX2 micro-kernel.
  */
@@ -109,6 +111,22 @@ static int run_conv(const dcase *c, bool x_blocked, bool with_res, int act, int 
         char w2[220];
         snprintf(w2, sizeof w2, "%s %s", what, pass ? "prepacked" : "per call");
         bad += cmp(y, ref, ny, 2e-4, w2) != 0;
+        if (pass == 1 && with_res) {
+            /* the output over its residual, as a plan places it when the residual
+             * dies here: the kernel must accumulate into it, every weight chunk */
+            y->flags |= FT_TF_NCHWC;
+            memcpy(y->data, src[3]->data, (size_t)ny * sizeof(float));
+            void *keep = src[3]->data;
+            src[3]->data = y->data;
+            st = ft_cpu_conv2d(ctx, y);
+            src[3]->data = keep;
+            CHECK(st == FT_OK, "%s in place: %s", what, ft_ctx_errmsg(ctx));
+            from_blocked(y->data, got, c->b, c->cout, oh * ow);
+            memcpy(y->data, got, (size_t)ny * sizeof(float));
+            y->flags &= ~FT_TF_NCHWC;
+            snprintf(w2, sizeof w2, "%s in place", what);
+            bad += cmp(y, ref, ny, 2e-4, w2) != 0;
+        }
         if (pass == 1) ft_cpu_unpack(y);
     }
     free(got);
@@ -128,6 +146,11 @@ static void test_nchwc_conv(void) {
         {2, 16, 9, 11, 32, 3, 1, 1, 1},   {1, 32, 7, 7, 48, 3, 1, 1, 1},  {1, 48, 13, 5, 80, 1, 1, 0, 1},
         {2, 32, 14, 14, 16, 1, 2, 0, 1},  {1, 19, 10, 9, 144, 3, 2, 1, 1}, {1, 8, 6, 6, 16, 5, 1, 2, 1},
         {1, 64, 7, 7, 128, 3, 1, 1, 1},   {1, 16, 4, 3, 64, 3, 1, 3, 1},  {2, 35, 5, 8, 16, 1, 1, 0, 1},
+        /* weights past half of a 1 MiB L2: the depth in chunks (14 + 2 blocks), each
+         * next chunk prefetched while one computes; with a partial last block, stride
+         * 2 and padding; and channel groups in chunks (3 + 2 of 64) over the whole
+         * depth, the last block partial (520 = 32.5 x 16) */
+        {1, 256, 8, 7, 128, 3, 1, 1, 1}, {2, 232, 9, 9, 64, 3, 2, 1, 1}, {1, 520, 5, 6, 320, 1, 1, 0, 1},
         /* depthwise */
         {1, 32, 9, 11, 32, 3, 1, 1, 32},  {2, 16, 8, 7, 16, 5, 2, 2, 16}, {1, 48, 7, 7, 48, 3, 2, 1, 48},
     };
@@ -234,6 +257,38 @@ static void test_nchwc_pools(void) {
     }
 }
 
+/* The fused ReLU on special values, through the AVX-512 store (integer masks)
+ * and the others: NaN of either sign stays NaN, -inf and negatives give +0, +inf
+ * stays. A 1x1 convolution of one channel with unit weights, no bias: y = relu(x). */
+static void test_nchwc_relu_special(void) {
+    static const float xv[8] = {NAN, -NAN, -INFINITY, INFINITY, -0.0f, 0.0f, -2.5f, 3.0f};
+    int64_t xs[4] = {1, 1, 2, 4}, ws[4] = {64, 1, 1, 1};
+    float *x = malloc(sizeof xv), *w = malloc(64 * sizeof(float));
+    memcpy(x, xv, sizeof xv);
+    for (int i = 0; i < 64; i++) w[i] = 1.0f;
+    ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
+    ft_params_conv p = {1, 0, 1, FT_ACT_RELU, FT_ACT_NONE};
+    ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 2, &p, sizeof p);
+    CHECK(y && ft_cpu_nchwc_conv_ok(y), "relu special: not a direct-kernel node");
+    if (y) {
+        y->flags |= FT_TF_NCHWC;
+        CHECK(ft_cpu_conv2d(ctx, y) == FT_OK, "relu special: %s", ft_ctx_errmsg(ctx));
+        const float *yd = y->data; /* [1][4 blocks][8 pixels][16] */
+        int bad = 0;
+        for (int b = 0; b < 4; b++)
+            for (int j = 0; j < 8; j++)
+                for (int c = 0; c < C16; c++) {
+                    float g = yd[(b * 8 + j) * C16 + c], v = xv[j];
+                    bool ok = isnan(v) ? isnan(g) : v > 0 ? g == v : g == 0.0f && !signbit(g);
+                    bad += !ok;
+                }
+        CHECK(bad == 0, "relu special: %d outputs wrong", bad);
+    }
+    free(x);
+    free(w);
+    ft_ctx_reset(ctx);
+}
+
 /* A node the direct kernel cannot run, flagged anyway, is an error, not a wrong answer. */
 static void test_nchwc_refuses(void) {
     int64_t xs[4] = {1, 8, 5, 5}, ws[4] = {12, 8, 3, 3};
@@ -264,6 +319,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     RUN(test_nchwc_conv);
+    RUN(test_nchwc_relu_special);
     RUN(test_nchwc_reorder);
     RUN(test_nchwc_pools);
     RUN(test_nchwc_refuses);

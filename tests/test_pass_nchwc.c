@@ -137,6 +137,10 @@ static void test_resnet50_one_region(void) {
             CHECK(gs.nchwc_nodes == 54, "%d blocked nodes (53 convolutions + the max pool)", gs.nchwc_nodes);
             CHECK(gs.nchwc_reorders == 1, "%d reorders (the last_hidden_state output only)", gs.nchwc_reorders);
             CHECK(gs.kernels_per_forward == 56, "%d kernels (53 conv, pool, reorder, pooler)", gs.kernels_per_forward);
+            /* every residual block's last convolution writes over its residual, the
+             * last one's output (last_hidden_state's source) included: 16 blocks */
+            printf("  resnet-50: %d convolutions over their residual\n", gs.residual_in_place);
+            CHECK(gs.residual_in_place == 16, "%d convolutions in place (16 residual blocks)", gs.residual_in_place);
         }
         free(owned);
         ft_model_free(m);

@@ -64,6 +64,23 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
 #pragma GCC optimize("O3", "fp-contract=fast")
 #endif
 
+/* What a micro-kernel call reads: ntaps window taps (per tap NPX pixel pointers
+ * xp[t][j] into input block 0 of the chunk, or dc_zeros in the padding, and the
+ * tap's weights wp[t]) repeated for nblk input blocks, block k's pixels xbs floats
+ * on from block 0's (the zero block stays) and its weights wbs floats on; per
+ * tap, pfn lines prefetched from pf on (weights, to L2) and xqn lines xql floats
+ * apart from xq, which then steps xqs floats (a 1x1 convolution's input for the tile
+ * after next, one block per tap, to L1). Working the blocks out here, not in a table
+ * per block, took a tile's table building (5-8% of a convolution) to one window. */
+typedef struct dc_taps {
+    int ntaps, nblk, nci, pfn, xqn;
+    const float *const *xp, *const *wp;
+    int64_t xbs, wbs, xqs, xql;
+    const float *pf, *xq;
+} dc_taps;
+
+#define DC_PX(k) (pp[NPX > (k) ? (k) : 0] == dc_zeros ? dc_zeros : pp[NPX > (k) ? (k) : 0] + xo)
+
 /*
  * y[b][j][c] (+)= sum over taps t and input channels ci < nci of
  * xp[t][j][ci] * wp[t][ci * 64 + wo + b * 16 + c], for NPX pixels j and NCB
@@ -71,17 +88,24 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
  * (y not read), DC_LAST (then + bias[b*16 + c] + res[b * ys + j * 16 + c], and
  * ReLU with DC_RELU; NaN stays NaN).
  */
-DC_INLINE void dc_body(const int NPX, const int NCB, int ntaps, int nci, const float *const *restrict xp,
-                       const float *const *restrict wp, int64_t wo, float *restrict y, int64_t ys,
+DC_INLINE void dc_body(const int NPX, const int NCB, const dc_taps *tp, int64_t wo, float *restrict y, int64_t ys,
                        const float *restrict bias, const float *restrict res, int mode) {
     float acc[NPX_MAX][4 * C16];
     for (int j = 0; j < NPX; j++)
         for (int c = 0; c < NCB * C16; c++) acc[j][c] = 0.0f;
+    const float *pf = tp->pf;
+    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
+    const float *xq = tp->xq;
+    const int64_t xqs = tp->xqs, xql = tp->xql;
+    for (int blk = 0; blk < nblk; blk++)
     for (int t = 0; t < ntaps; t++) {
-        const float *const *pp = xp + t * NPX;
-        const float *w = wp[t] + wo;
-        const float *x0 = pp[0], *x1 = pp[NPX > 1 ? 1 : 0], *x2 = pp[NPX > 2 ? 2 : 0];
-        const float *x3 = pp[NPX > 3 ? 3 : 0], *x4 = pp[NPX > 4 ? 4 : 0], *x5 = pp[NPX > 5 ? 5 : 0];
+        const int64_t xo = blk * tp->xbs;
+        const float *const *pp = tp->xp + t * NPX;
+        const float *w = tp->wp[t] + wo + blk * tp->wbs;
+        const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
+        for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * xql, 0, 3);
+        xq += xqs;
         for (int ci = 0; ci < nci; ci++) {
             const float *wc = w + ci * CG;
             const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
@@ -130,16 +154,14 @@ DC_INLINE void dc_body(const int NPX, const int NCB, int ntaps, int nci, const f
             for (int c = 0; c < C16; c++) y[b * ys + j * C16 + c] = acc[j][b * C16 + c];
 }
 
-typedef void (*dc_fn)(int ntaps, int nci, const float *const *xp, const float *const *wp, int64_t wo,
-                      float *y, int64_t ys, const float *bias, const float *res, int mode);
+typedef void (*dc_fn)(const dc_taps *tp, int64_t wo, float *y, int64_t ys, const float *bias, const float *res,
+                      int mode);
 
 /* AVX2 and baseline: 16 output channels at a time */
 #define DC_DEF16(P)                                                                                    \
-    DC_CLONES static void dc16_##P(int ntaps, int nci, const float *const *xp, const float *const *wp, \
-                                   int64_t wo, float *y, int64_t ys, const float *bias,                \
-                                   const float *res,                                                   \
-                                   int mode) {                                                         \
-        dc_body(P, 1, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                                 \
+    DC_CLONES static void dc16_##P(const dc_taps *tp, int64_t wo, float *y, int64_t ys, const float *bias, \
+                                   const float *res, int mode) {                                       \
+        dc_body(P, 1, tp, wo, y, ys, bias, res, mode);                                                 \
     }
 DC_DEF16(1)
 DC_DEF16(2)
@@ -150,12 +172,84 @@ DC_DEF16(6)
 static const dc_fn dc16[NPX_MAX] = {dc16_1, dc16_2, dc16_3, dc16_4, dc16_5, dc16_6};
 
 #ifdef DC_X86
+/*
+ * The AVX-512 body: dc_body's sums in the same order, written on gcc's generic
+ * vectors (one 16-float vector per accumulator, every index a constant after
+ * unrolling) so the 24 accumulators live in registers from the zeroing to the
+ * store. dc_body's float arrays were zeroed in memory (a rep stos per call),
+ * loaded, and spilled again for the epilogue: about a quarter of a depth-64
+ * 1x1 convolution's time (ResNet-50's 64 -> 256 layers at 56 x 56).
+ */
+typedef float dc_v16 __attribute__((vector_size(64)));
+typedef float dc_v16u __attribute__((vector_size(64), aligned(4)));
+typedef int dc_i16 __attribute__((vector_size(64)));
+#define DC_LD(p) (*(const dc_v16u *)(p))
+#define DC_BC(s) ((dc_v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
+
+DC_INLINE void dc_body512(const int NPX, const int NCB, const dc_taps *tp,
+                          int64_t wo, float *restrict y, int64_t ys, const float *restrict bias,
+                          const float *restrict res, int mode) {
+    dc_v16 acc[NPX_MAX][4];
+#pragma GCC unroll 6
+    for (int j = 0; j < NPX; j++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NCB; b++) acc[j][b] = (dc_v16){0};
+    const float *pf = tp->pf;
+    const int pfn = tp->pfn, nci = tp->nci, ntaps = tp->ntaps, nblk = tp->nblk, xqn = tp->xqn;
+    const float *xq = tp->xq;
+    const int64_t xqs = tp->xqs, xql = tp->xql;
+    for (int blk = 0; blk < nblk; blk++)
+    for (int t = 0; t < ntaps; t++) {
+        const int64_t xo = blk * tp->xbs;
+        const float *const *pp = tp->xp + t * NPX;
+        const float *w = tp->wp[t] + wo + blk * tp->wbs;
+        const float *x0 = DC_PX(0), *x1 = DC_PX(1), *x2 = DC_PX(2), *x3 = DC_PX(3), *x4 = DC_PX(4), *x5 = DC_PX(5);
+        for (int k = 0; k < pfn; k++, pf += 16) __builtin_prefetch(pf, 0, 2);
+        for (int k = 0; k < xqn; k++) __builtin_prefetch(xq + k * xql, 0, 3);
+        xq += xqs;
+        /* two channels per trip: ~1% off ResNet-50's forward (loop overhead) */
+#pragma GCC unroll 2
+        for (int ci = 0; ci < nci; ci++) {
+            const float *wc = w + ci * CG;
+            dc_v16 wv[4];
+#pragma GCC unroll 4
+            for (int b = 0; b < NCB; b++) wv[b] = DC_LD(wc + b * C16);
+            const float a[NPX_MAX] = {x0[ci], x1[ci], x2[ci], x3[ci], x4[ci], x5[ci]};
+#pragma GCC unroll 6
+            for (int j = 0; j < NPX; j++) {
+                const dc_v16 av = DC_BC(a[j]);
+#pragma GCC unroll 4
+                for (int b = 0; b < NCB; b++) acc[j][b] += av * wv[b];
+            }
+        }
+    }
+    const bool first = (mode & DC_FIRST) != 0, relu = (mode & DC_LAST) && (mode & DC_RELU);
+    const float *bo = (mode & DC_LAST) ? bias : NULL, *ro = (mode & DC_LAST) ? res : NULL;
+#pragma GCC unroll 4
+    for (int b = 0; b < NCB; b++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NPX; j++) {
+            /* y + acc, + bias, + residual, ReLU (NaN stays NaN, -0 becomes +0) */
+            dc_v16 v = acc[j][b];
+            float *yo = y + b * ys + j * C16;
+            if (!first) v = DC_LD(yo) + v;
+            if (bo) v += DC_LD(bo + b * C16);
+            if (ro) v += DC_LD(ro + b * ys + j * C16);
+            if (relu) {
+                /* zero where v <= 0 (-0 too); a NaN compares false and stays: one
+                 * compare and a masked move (v > 0 || v != v scalarised here) */
+                v = (dc_v16)((dc_i16)v & ~(v <= 0.0f));
+            }
+            *(dc_v16u *)yo = v;
+        }
+}
+
 /* AVX-512: up to 64 output channels at a time */
 #define DC_DEF64(P, B)                                                                                  \
     __attribute__((target("arch=x86-64-v4"))) static void dc64_##P##_##B(                              \
-        int ntaps, int nci, const float *const *xp, const float *const *wp, int64_t wo, float *y,      \
-        int64_t ys, const float *bias, const float *res, int mode) {                                   \
-        dc_body(P, B, ntaps, nci, xp, wp, wo, y, ys, bias, res, mode);                                 \
+        const dc_taps *tp, int64_t wo, float *y, int64_t ys, const float *bias, const float *res,      \
+        int mode) {                                                                                    \
+        dc_body512(P, B, tp, wo, y, ys, bias, res, mode);                                              \
     }
 #define DC_DEF64_ROW(P) DC_DEF64(P, 1) DC_DEF64(P, 2) DC_DEF64(P, 3) DC_DEF64(P, 4)
 DC_DEF64_ROW(1)
@@ -295,38 +389,56 @@ typedef struct dc_run {
     int64_t gcogs;    /* channel groups whose chunk of weights is read together */
     int64_t cog_stride; /* floats from one 64-channel group's weights to the next */
     bool wide;        /* AVX-512 kernels */
+    bool pfw;         /* prefetch each task's next weight chunk (DENSE) */
+    bool acc;         /* y holds the residual (in place): no chunk overwrites it */
 } dc_run;
 
-/* Taps of input blocks [b0, b1) (DENSE) or of the window rows (ROWS) for pixels
- * p0 .. p0+npx-1 of image n: xp[t][j] and wp[t] (group 0's weights); DENSE taps
- * whose every pixel reads padding are left out. Returns the count. */
-static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t b1, int64_t p0, int npx,
-                      const float **xp, const float **wp) {
+/* Taps of input block b0 (DENSE; the kernel steps them over the chunk's later
+ * blocks) or of the window rows (ROWS) for pixels p0 .. p0+npx-1 of image n:
+ * xp[t][j] and wp[t] (group 0's weights); DENSE taps whose every pixel reads
+ * padding are left out. Returns the count. */
+static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t p0, int npx, const float **xp,
+                      const float **wp) {
     const dc_geom *g = &r->g;
     int64_t ih0[NPX_MAX], iw0[NPX_MAX];
-    for (int j = 0; j < npx; j++) {
-        int64_t p = p0 + j;
-        ih0[j] = (p / g->ow) * g->s - g->pad;
-        iw0[j] = (p % g->ow) * g->s - g->pad;
+    /* one division per tile: the next pixels step along the row and wrap */
+    for (int64_t j = 0, oy = p0 / g->ow, ox = p0 % g->ow; j < npx; j++) {
+        ih0[j] = oy * g->s - g->pad;
+        iw0[j] = ox * g->s - g->pad;
+        if (++ox == g->ow) {
+            ox = 0;
+            oy++;
+        }
     }
     int nt = 0;
     if (r->mode == DC_ROWS) {
         /* padded HWC: window row ky of pixel j starts at (ih0 + pad + ky, iw0 + pad) */
         const int64_t wp_ = g->w + 2 * g->pad, hp = g->h + 2 * g->pad;
         const float *xb = r->x + n * hp * wp_ * g->cin;
-        for (int64_t ky = 0; ky < g->kh; ky++) {
-            for (int j = 0; j < npx; j++)
-                xp[nt * npx + j] = xb + ((ih0[j] + g->pad + ky) * wp_ + iw0[j] + g->pad) * g->cin;
-            wp[nt++] = r->w + ky * g->kw * g->cin * CG;
-        }
-        return nt;
+        /* row ky = 0 only: the kernel steps the window's rows as blocks */
+        for (int j = 0; j < npx; j++) xp[j] = xb + ((ih0[j] + g->pad) * wp_ + iw0[j] + g->pad) * g->cin;
+        wp[0] = r->w;
+        return 1;
     }
-    /* the first block's taps (the window pattern), then every later block's as
-     * the same pointers one input plane on (the zero block stays), so the
-     * bounds are worked out once per tile, not once per block */
     const int64_t plane = g->h * g->w, kk = g->kh * g->kw;
     const int64_t bw0 = g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16;
     const float *xb = r->x + (n * r->cib + b0) * plane * C16;
+    /* every pixel's whole window inside the input (most tiles): pointers without
+     * bounds checks (ResNet-50's 3x3s 1.5-2.8% faster hot) */
+    bool inner = true;
+    for (int j = 0; j < npx; j++)
+        inner &= ih0[j] >= 0 && ih0[j] + g->kh <= g->h && iw0[j] >= 0 && iw0[j] + g->kw <= g->w;
+    if (inner) {
+        const float *base[NPX_MAX];
+        for (int j = 0; j < npx; j++) base[j] = xb + (ih0[j] * g->w + iw0[j]) * bw0;
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++, nt++) {
+                const int64_t off = (ky * g->w + kx) * bw0;
+                for (int j = 0; j < npx; j++) xp[nt * npx + j] = base[j] + off;
+                wp[nt] = r->w + (b0 * kk + ky * g->kw + kx) * C16 * CG;
+            }
+        return nt;
+    }
     int64_t tap[TAPS_MAX];
     for (int64_t ky = 0; ky < g->kh; ky++)
         for (int64_t kx = 0; kx < g->kw; kx++) {
@@ -339,16 +451,7 @@ static int build_taps(const dc_run *r, int64_t n, int64_t b0, int64_t b1, int64_
             }
             if (any) tap[nt++] = ky * g->kw + kx;
         }
-    const int per = nt;
-    for (int t = 0; t < per; t++) wp[t] = r->w + (b0 * kk + tap[t]) * C16 * CG;
-    for (int64_t b = b0 + 1; b < b1; b++) {
-        /* full blocks only here: a narrower last block is a chunk of its own */
-        const int64_t off = (b - b0) * plane * C16;
-        const float **dst = xp + (b - b0) * per * npx;
-        for (int e = 0; e < per * npx; e++) dst[e] = xp[e] == dc_zeros ? dc_zeros : xp[e] + off;
-        for (int t = 0; t < per; t++) wp[(b - b0) * per + t] = r->w + (b * kk + tap[t]) * C16 * CG;
-        nt += per;
-    }
+    for (int t = 0; t < nt; t++) wp[t] = r->w + (b0 * kk + tap[t]) * C16 * CG;
     return nt;
 }
 
@@ -361,34 +464,70 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
     const int64_t P = g->oh * g->ow, cob = g->cout / C16, ys = P * C16;
     const int64_t nb = r->mode == DC_ROWS ? 1 : r->cib, chunk = r->mode == DC_ROWS ? 1 : r->chunk;
     /* measured: 12-16% off ResNet-50's large 1x1 reductions at batch 8, whose input
-     * (25 MB) streams from memory */
-    const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->s == 1 && g->pad == 0;
-    /* an output (and residual) past half of a typical L3 streams from memory:
-     * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward; at
-     * batch 1, where they stay in cache, it cost about 1%) */
-    const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 16e6;
+     * (25 MB) streams from memory; strided ones too (the downsampling branches) */
+    const bool pf = r->mode == DC_DENSE && g->kh == 1 && g->kw == 1 && g->pad == 0;
+    /* an output (and residual) of a few times L2 comes from L3 or memory:
+     * prefetch its lines too (ResNet-50 at batch 8: 2-4% off the forward with
+     * outputs past 16 MB, 4% more past 3 MB with the input prefetched per tap) */
+    const bool pfo = (double)(g->n * g->cout * P) * sizeof(float) >= 3.0 * (double)ft_cpu_gemm_kern_get()->l2;
     for (int64_t g0 = c0; g0 < c1; g0 += r->gcogs) {
     const int64_t g1 = g0 + r->gcogs < c1 ? g0 + r->gcogs : c1;
     for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
         const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
-        const int mode = (b0 == 0 ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) | (r->act == FT_ACT_RELU ? DC_RELU : 0);
+        const int mode = (b0 == 0 && !r->acc ? DC_FIRST : 0) | (b1 == nb ? DC_LAST : 0) |
+                         (r->act == FT_ACT_RELU ? DC_RELU : 0);
         /* channels per tap: a window row (ROWS), else the block's width (a
          * narrower last block is a chunk of its own) */
         const int nci = r->mode == DC_ROWS ? (int)(g->kw * g->cin)
                                            : (int)(g->cin - b0 * C16 < C16 ? g->cin - b0 * C16 : C16);
+        /* the chunk after this one (the next input blocks, else the next groups:
+         * one contiguous range of the packed weights either way, as a chunk of
+         * several groups covers their whole depth), prefetched to L2 a few lines
+         * per tap over this chunk's tiles: otherwise the first tile of each chunk
+         * waits for its weights from memory (ResNet-50's stage 4 at batch 1: 9
+         * tiles a plane, its 3x3 convolutions 30% slower than with hot weights) */
+        int64_t pf_lines = 0;
+        const float *pw = NULL;
+        if (r->pfw && r->mode == DC_DENSE) {
+            int64_t ng0 = g0, ng1 = g1, nb0 = b1, nb1 = b1 + chunk < nb ? b1 + chunk : nb;
+            if (b1 == nb) {
+                ng0 = g1;
+                ng1 = g1 + r->gcogs < c1 ? g1 + r->gcogs : c1;
+                nb0 = 0;
+                nb1 = chunk < nb ? chunk : nb;
+            }
+            if (ng0 < ng1) {
+                const int64_t blk = g->kh * g->kw * C16 * CG;
+                pw = r->w + ng0 * r->cog_stride + nb0 * blk;
+                pf_lines = ((ng1 - ng0 - 1) * r->cog_stride + (nb1 - nb0) * blk) / 16;
+            }
+        }
+        const int64_t calls = (t1 - t0) * (g1 - g0);
         for (int64_t t = t0; t < t1; t++) {
             /* tiles as even as their count allows (49 pixels: 6,6,6,6,5,5,5,5,5,
              * not eight 6s and a lone pixel) */
             const int64_t p0 = t * P / r->tiles;
             const int npx = (int)((t + 1) * P / r->tiles - p0);
-            const int nt = build_taps(r, n, b0, b1, p0, npx, xp, wp);
+            dc_taps tp = {build_taps(r, n, b0, p0, npx, xp, wp), (int)(b1 - b0), nci, 0, 0, xp, wp,
+                          g->h * g->w * C16, g->kh * g->kw * C16 * CG, g->h * g->w * C16, g->s * C16,
+                          NULL, NULL};
+            /* a 1x1 convolution streams its input: the micro-kernel prefetches
+             * the pixels of the tile after next, one block per tap (a burst of
+             * every block's lines here stalled on the miss queue; 16+ streams
+             * are more than the hardware follows; strided ones, ResNet's
+             * downsampling 1x1s, read every other line, 1.2-1.35x ORT's time at
+             * batch 8 without) */
             if (pf && t + 2 < t1) {
-                /* a 1x1 stride-1 convolution streams its input: the tile after next,
-                 * block by block (16 streams are more than the hardware follows) */
-                const float *nx = r->x + (n * r->cib + b0) * P * C16 + (p0 + 2 * NPX_MAX) * C16;
-                for (int64_t b = b0; b < b1; b++, nx += P * C16)
-                    for (int l = 0; l < NPX_MAX * C16; l += 16) __builtin_prefetch(nx + l, 0, 3);
+                const int64_t q = p0 + 2 * NPX_MAX, qy = q / g->ow * g->s, qx = q % g->ow * g->s;
+                tp.xq = r->x + (n * r->cib + b0) * g->h * g->w * C16 + (qy * g->w + qx) * C16;
+                tp.xqn = NPX_MAX;
             }
+            if (r->mode == DC_ROWS) { /* window rows as blocks: one padded input row, one kernel row on */
+                tp.nblk = (int)g->kh;
+                tp.xbs = (g->w + 2 * g->pad) * g->cin;
+                tp.wbs = g->kw * g->cin * CG;
+            }
+            const int nt = tp.ntaps * tp.nblk;
             for (int64_t cog = g0; cog < g1; cog++) {
                 const int ncb = (int)(cob - cog * 4 < 4 ? cob - cog * 4 : 4);
                 const int64_t wo = cog * r->cog_stride;
@@ -400,19 +539,28 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                      * a 56 x 56 stage's activations (25 MB) stream from memory */
                     for (int b = 0; b < ncb; b++)
                         for (int l = 0; l < NPX_MAX * C16; l += 16) {
-                            if (mode & DC_FIRST) __builtin_prefetch(yt + b * ys + 2 * NPX_MAX * C16 + l, 1, 3);
+                            if (b0 == 0) __builtin_prefetch(yt + b * ys + 2 * NPX_MAX * C16 + l, 1, 3);
                             if (rt && (mode & DC_LAST)) __builtin_prefetch(rt + b * ys + 2 * NPX_MAX * C16 + l, 0, 3);
                         }
                 }
+                /* this call's share of the prefetch, spread over its taps */
+                const int64_t call = (t - t0) * (g1 - g0) + (cog - g0);
+                const int64_t l0 = call * pf_lines / calls, l1 = (call + 1) * pf_lines / calls;
+                tp.pfn = pf_lines && nt ? (int)((l1 - l0 + nt - 1) / nt) : 0;
+                tp.pf = pw ? pw + l0 * 16 : NULL;
 #ifdef DC_X86
                 if (r->wide) {
-                    dc64[npx - 1][ncb - 1](nt, nci, xp, wp, wo, yt, ys, bt, rt, mode);
+                    dc64[npx - 1][ncb - 1](&tp, wo, yt, ys, bt, rt, mode);
+                    tp.xqn = 0;
                 } else
 #endif
                 {
-                    for (int b = 0; b < ncb; b++)
-                        dc16[npx - 1](nt, nci, xp, wp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
+                    for (int b = 0; b < ncb; b++) {
+                        dc16[npx - 1](&tp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
                                       rt ? rt + b * ys : NULL, mode);
+                        tp.pfn = 0;
+                        tp.xqn = 0;
+                    }
                 }
                 if ((mode & DC_LAST) && r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
                     for (int b = 0; b < ncb; b++) ft_cpu_row_act(r->act, yt + b * ys, (int64_t)npx * C16);
@@ -532,7 +680,12 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     r.tiles = (g->oh * g->ow + NPX_MAX - 1) / NPX_MAX;
     r.wide = !strcmp(ft_cpu_gemm_kern_get()->isa, "avx512");
     r.y = dst->data;
-    r.res = res ? res->data : NULL;
+    /* the plan may give the output the residual's buffer (graph/planner.c, when
+     * the residual dies here): then y starts as the residual and every chunk
+     * accumulates into it. Depthwise reads each residual pixel just before
+     * writing it, so it keeps its residual pointer. */
+    r.acc = res && res->data == dst->data && r.mode != DC_DW;
+    r.res = res && !r.acc ? res->data : NULL;
     const int64_t kk = g->kh * g->kw;
     r.cog_stride = r.mode == DC_ROWS ? kk * g->cin * CG : r.cib * kk * C16 * CG;
     ft_cpu_f32 fb = {0};
@@ -556,7 +709,11 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     if (xb_in) {
         r.x = x->data;
     } else {
-        int64_t nx = r.mode == DC_ROWS ? g->n * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * g->cin : ft_numel(x);
+        /* blocks: every block (a partial last one too) takes a whole 16-wide
+         * plane, so an image's blocks start 16 x its planes apart (sizing this
+         * as the input's numel overran it for a batch of channels off 16) */
+        int64_t nx = r.mode == DC_ROWS ? g->n * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * g->cin
+                                       : g->n * r.cib * g->h * g->w * C16;
         float *xs = ft_cpu_buf_get(&xbuf, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(nx > 0 ? nx : 1) * sizeof(float));
         if (!xs) goto oom;
         if (r.mode == DC_ROWS) hwc_input(x->data, xs, g);
@@ -580,6 +737,7 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     if (chunk * kk > TAPS_MAX) chunk = TAPS_MAX / kk;
     r.chunk = chunk < 1 ? 1 : chunk;
     r.gcogs = gc;
+    r.pfw = r.mode == DC_DENSE;
     if (g->cin % C16 && r.cib > 1) {
         r.chunk = r.chunk < r.cib - 1 ? r.chunk : r.cib - 1;
         while ((r.cib - 1) % r.chunk) r.chunk--;

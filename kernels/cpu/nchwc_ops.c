@@ -29,8 +29,15 @@
  * the window of x[iy][ix][c]; a NaN wins and stays, padding never wins. */
 NC_CLONES
 static void maxpool_row(const float *restrict x, float *restrict y, int64_t h, int64_t w, int64_t wo,
-                        int64_t oy, int64_t k, int64_t s, int64_t pd) {
+                        int64_t oy, int64_t k, int64_t s, int64_t pd, bool pf) {
+    /* with pf, the input rows the next output row adds, prefetched a pixel column
+     * at a time as this row walks: at batch 8 a stem's output (26 MB) comes from
+     * memory, and the pool took 2.6x ORT's time without (3.5 -> 1.3 ms); from
+     * cache (batch 1) the prefetches cost about 10% */
+    const int64_t nr0 = (oy + 1) * s - pd + (k > s ? k - s : 0), nr1 = pf ? (oy + 1) * s - pd + k : 0;
     for (int64_t ox = 0; ox < wo; ox++) {
+        for (int64_t iy = nr0 > 0 ? nr0 : 0; iy < nr1 && iy < h; iy++)
+            for (int64_t ix = ox * s; ix < ox * s + s && ix < w; ix++) __builtin_prefetch(x + (iy * w + ix) * C16, 0, 3);
         float m[C16];
         for (int c = 0; c < C16; c++) m[c] = -INFINITY;
         for (int64_t ky = 0; ky < k; ky++) {
@@ -59,11 +66,12 @@ int ft_cpu_nchwc_maxpool2d(ft_ctx *ctx, ft_tensor *dst) {
     const int64_t ho = dst->ne[2], wo = dst->ne[3];
     const float *xd = x->data;
     float *yd = dst->data;
+    const bool pf = (double)(planes * h * w * C16) * sizeof(float) > 8e6; /* past a quarter of a typical L3 */
 #pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (planes * ho * wo * C16 >= FT_CPU_PAR_MIN / 4 && planes * ho > 1)
     for (int64_t ph = 0; ph < planes * ho; ph++) {
         const int64_t pl = ph / ho, oy = ph % ho;
         maxpool_row(xd + pl * h * w * C16, yd + (pl * ho + oy) * wo * C16, h, w, wo, oy, p->kernel, p->stride,
-                    p->padding);
+                    p->padding, pf);
     }
     return FT_OK;
 }
