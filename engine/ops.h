@@ -101,6 +101,21 @@ typedef enum ft_act {
     FT_ACT_LAST = FT_ACT_SILU /* the largest value (range checks, test loops) */
 } ft_act;
 
+/* The activation a unary op computes (FT_OP_GELU ... FT_OP_SILU), FT_ACT_NONE for
+ * any other op: what a pass fuses into an epilogue, what a fused chain applies. */
+static inline ft_act ft_op_act(ft_op op) {
+    switch (op) {
+    case FT_OP_GELU: return FT_ACT_GELU;
+    case FT_OP_GELU_TANH: return FT_ACT_GELU_TANH;
+    case FT_OP_RELU: return FT_ACT_RELU;
+    case FT_OP_TANH: return FT_ACT_TANH;
+    case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
+    case FT_OP_RELU6: return FT_ACT_RELU6;
+    case FT_OP_SILU: return FT_ACT_SILU;
+    default: return FT_ACT_NONE;
+    }
+}
+
 /* ---- parameter structs (at most FT_MAX_OP_PARAMS bytes each) ---- */
 
 typedef struct ft_params_copy { int32_t dtype; } ft_params_copy; /* target ft_dtype */

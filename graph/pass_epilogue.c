@@ -25,19 +25,6 @@ static int32_t *act_of(ft_tensor *n) {
     return &((ft_params_conv *)(void *)n->op_params)->act;
 }
 
-static ft_act act_for(ft_op op) {
-    switch (op) {
-    case FT_OP_GELU: return FT_ACT_GELU;
-    case FT_OP_GELU_TANH: return FT_ACT_GELU_TANH;
-    case FT_OP_RELU: return FT_ACT_RELU;
-    case FT_OP_TANH: return FT_ACT_TANH;
-    case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
-    case FT_OP_RELU6: return FT_ACT_RELU6;
-    case FT_OP_SILU: return FT_ACT_SILU;
-    default: return FT_ACT_NONE;
-    }
-}
-
 /* The GEMM node g absorbs `user` (the add or activation reading it): user's
  * readers now read g, and g runs where user ran (a residual may be computed
  * after g's own inputs). */
@@ -87,7 +74,7 @@ static int fuse_activations(ft_graph *g) {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ft_tensor *a = g->nodes[i];
-        ft_act act = act_for(a->op);
+        ft_act act = ft_op_act(a->op);
         if (act == FT_ACT_NONE || (a->flags & FT_GF_DEAD) || !a->src[0]) continue;
         ft_tensor *view;
         ft_tensor *mm = through_reshape(g, a->src[0], &view);

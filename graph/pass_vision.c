@@ -27,19 +27,6 @@ static bool plain_1x1(const ft_graph *g, const ft_tensor *c) {
            ft_graph_is_const(w) && ft_graph_is_const(c->src[2]) && ft_tensor_contiguous(w);
 }
 
-static ft_act unary_act(ft_op op) {
-    switch (op) {
-    case FT_OP_GELU: return FT_ACT_GELU;
-    case FT_OP_GELU_TANH: return FT_ACT_GELU_TANH;
-    case FT_OP_RELU: return FT_ACT_RELU;
-    case FT_OP_TANH: return FT_ACT_TANH;
-    case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
-    case FT_OP_RELU6: return FT_ACT_RELU6;
-    case FT_OP_SILU: return FT_ACT_SILU;
-    default: return FT_ACT_NONE;
-    }
-}
-
 static void kill(ft_tensor *t) {
     t->flags |= FT_GF_DEAD;
     t->flags &= ~(uint32_t)FT_TF_OUTPUT;
@@ -52,7 +39,7 @@ static bool match_se(const ft_graph *g, ft_tensor *mul, int side, ft_tensor **pa
     ft_tensor *c2 = sig->src[0];
     if (!plain_1x1(g, c2)) return false;
     ft_tensor *a = c2->src[0], *c1 = a;
-    *act = unary_act(a->op);
+    *act = ft_op_act(a->op);
     if (*act != FT_ACT_NONE) {
         if (!ft_graph_fusable(g, a)) return false;
         c1 = a->src[0];

@@ -106,7 +106,7 @@ static int ew_run(ft_ctx *ctx, ft_tensor *dst, const ew_chain *p) {
                 ft_cpu_row_binary(op, acc, ew_operand(dst->src[o], off[o], in[o], len, buf), len,
                                   p->swap[k]);
             } else {
-                ft_cpu_row_act(ft_cpu_op_act(op), acc, len);
+                ft_cpu_row_act(ft_op_act((ft_op)op), acc, len);
             }
         }
         ft_cpu_row_store(dst->data, dst->dtype, r * cols + c0, len, acc);

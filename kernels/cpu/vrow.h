@@ -48,18 +48,4 @@ static inline void ft_cpu_causal_row(float *s, int64_t n, int64_t i, int64_t off
     for (int64_t j = j0 < 0 ? 0 : j0; j < n; j++) s[j] = -FLT_MAX;
 }
 
-/* The ft_act of a unary op (FT_OP_GELU ... FT_OP_SIGMOID, RELU6, SILU), FT_ACT_NONE otherwise. */
-static inline int ft_cpu_op_act(int op) {
-    switch (op) {
-    case FT_OP_GELU: return FT_ACT_GELU;
-    case FT_OP_GELU_TANH: return FT_ACT_GELU_TANH;
-    case FT_OP_TANH: return FT_ACT_TANH;
-    case FT_OP_RELU: return FT_ACT_RELU;
-    case FT_OP_SIGMOID: return FT_ACT_SIGMOID;
-    case FT_OP_RELU6: return FT_ACT_RELU6;
-    case FT_OP_SILU: return FT_ACT_SILU;
-    default: return FT_ACT_NONE;
-    }
-}
-
 #endif /* FT_CPU_VROW_H */
