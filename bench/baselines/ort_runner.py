@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st  # noqa: E402
+import worker_loop  # noqa: E402
 
 NP_TYPES = {"F32": "float32", "F64": "float64", "I64": "int64", "I32": "int32", "U8": "uint8", "I8": "int8"}
 MAX_SESSIONS = 8
@@ -146,20 +147,7 @@ def main(argv=None):
         return 3
     r = Runner(ort, np, a)
     print(json.dumps({"ok": True, "ready": "onnxruntime"}), flush=True)
-    bad = 0
-    for c in a.commands:
-        res = r.handle(json.loads(c))
-        bad += not res["ok"]
-        print(json.dumps(res), flush=True)
-    if a.serve:
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            c = json.loads(line)
-            if c.get("cmd") == "quit":
-                break
-            print(json.dumps(r.handle(c)), flush=True)
-    return 1 if bad else 0
+    return worker_loop.run(r.handle, a.commands, a.serve)
 
 
 if __name__ == "__main__":

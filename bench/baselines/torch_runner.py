@@ -50,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import st  # noqa: E402
+import worker_loop  # noqa: E402
 import torch_models as tm  # noqa: E402
 
 torch = tm.torch
@@ -427,20 +428,7 @@ def main(argv=None):
         print(json.dumps({"ok": False, "error": f"{e.__class__.__name__}: {e}"}), flush=True)
         return 2
     print(json.dumps({"ok": True, "ready": w.name}), flush=True)
-    bad = 0
-    for c in a.commands:
-        r = w.handle(json.loads(c))
-        bad += not r["ok"]
-        print(json.dumps(r), flush=True)
-    if a.serve:
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            c = json.loads(line)
-            if c.get("cmd") == "quit":
-                break
-            print(json.dumps(w.handle(c)), flush=True)
-    return 1 if bad else 0
+    return worker_loop.run(w.handle, a.commands, a.serve)
 
 
 if __name__ == "__main__":
