@@ -41,6 +41,7 @@ static const env_row rows[FT_ENV_COUNT] = {
     {"FT_FAST_GELU", ENV_FLAG, 0, 1, NULL, "0 or 1"},
     {"FT_ATTN_KERNEL", ENV_CHOICE, 0, 0, "v1 v2", "v1 or v2"},
     {"FT_CUPTI_SESSION", ENV_CHOICE, 0, 0, "process window", "process or window"},
+    {"FT_CPU_WINOGRAD", ENV_FLAG, 0, 1, NULL, "0 or 1"},
 };
 
 const char *ft_env_name(ft_env_id id) { return (unsigned)id < FT_ENV_COUNT ? rows[id].name : "?"; }

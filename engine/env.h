@@ -36,6 +36,7 @@ typedef enum ft_env_id {
     FT_ENV_FAST_GELU,
     FT_ENV_ATTN_KERNEL,
     FT_ENV_CUPTI_SESSION,
+    FT_ENV_CPU_WINOGRAD,
     FT_ENV_COUNT
 } ft_env_id;
 

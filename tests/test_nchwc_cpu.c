@@ -7,7 +7,7 @@
  * plane sizes off the 6-pixel tiles, batch 1 and 2, bias, a residual, ReLU or
  * GELU, weights packed per call and at plan time, the output over its
  * residual as a plan may place it, weights past half of L2 in chunks, 1 and 2
- * threads; ReLU on NaN and infinities), the
+ * threads; ReLU on NaN and infinities), its Winograd form and when it is chosen, the
  * depthwise convolution, max pooling (a NaN wins), global average pooling and
  * the reorders of the copy kernel. Rerun under the AVX2 micro-kernel.
  */
@@ -78,7 +78,7 @@ static int run_conv(const dcase *c, bool x_blocked, bool with_res, int act, int 
     ft_tensor *src[4] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w),
                          ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, bias),
                          with_res ? ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ys, res) : NULL};
-    ft_params_conv p = {c->stride, c->pad, c->groups, act, FT_ACT_NONE};
+    ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = c->groups, .act = act, .act_in = FT_ACT_NONE};
     ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 4, &p, sizeof p); /* eager: NCHW */
     char what[200];
     snprintf(what, sizeof what, "nchwc conv b%lld cin%lld %lldx%lld cout%lld k%lld s%d p%d g%d x_%s res %d act %d t%d",
@@ -151,6 +151,11 @@ static void test_nchwc_conv(void) {
          * 2 and padding; and channel groups in chunks (3 + 2 of 64) over the whole
          * depth, the last block partial (520 = 32.5 x 16) */
         {1, 256, 8, 7, 128, 3, 1, 1, 1}, {2, 232, 9, 9, 64, 3, 2, 1, 1}, {1, 520, 5, 6, 320, 1, 1, 0, 1},
+        /* Winograd F(2x2, 3x3) (3x3, stride 1, padding 1, an NCHWc input, 40+ tiles):
+         * odd planes (a last half tile), output channels off the 64-channel groups,
+         * batch 2, and 360 tiles of 16 channels in two chunks */
+        {1, 32, 13, 15, 80, 3, 1, 1, 1}, {2, 48, 9, 11, 144, 3, 1, 1, 1}, {1, 16, 40, 35, 16, 3, 1, 1, 1},
+        {1, 64, 16, 16, 64, 3, 1, 1, 1},
         /* depthwise */
         {1, 32, 9, 11, 32, 3, 1, 1, 32},  {2, 16, 8, 7, 16, 5, 2, 2, 16}, {1, 48, 7, 7, 48, 3, 2, 1, 48},
     };
@@ -168,6 +173,44 @@ static void test_nchwc_conv(void) {
         }
     }
     printf("  %d direct-convolution runs, %d mismatching\n", runs, bad);
+}
+
+/* The packing a conv2d node of case c gets at plan time (its ft_cpu_nchwc_w mode),
+ * -1 when it was not packed. */
+static int packed_mode(const dcase *c) {
+    int64_t xs[4] = {c->b, c->cin, c->h, c->w}, ws[4] = {c->cout, c->cin / c->groups, c->k, c->k};
+    float *x = rvals(c->b * c->cin * c->h * c->w, FT_DTYPE_F32), *w = rvals(ws[0] * ws[1] * c->k * c->k, FT_DTYPE_F32);
+    ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
+    ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = c->groups, .act = FT_ACT_NONE, .act_in = FT_ACT_NONE};
+    ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 2, &p, sizeof p);
+    int mode = -1;
+    if (y) {
+        src[0]->flags |= FT_TF_NCHWC;
+        y->flags |= FT_TF_NCHWC;
+        if (ft_cpu_nchwc_conv_prepack(y)) mode = ((const ft_cpu_nchwc_w *)y->extra)->mode;
+        ft_cpu_unpack(y);
+    }
+    free(x);
+    free(w);
+    ft_ctx_reset(ctx);
+    return mode;
+}
+
+/* Which convolutions Winograd takes (the cases above check its results): 3x3,
+ * stride 1, padding 1 with 40+ tiles; not a batch-1 7 x 7 plane (16 tiles), a
+ * stride 2, a 5x5, a depthwise one; and none with FT_CPU_WINOGRAD=0. */
+static void test_nchwc_winograd_choice(void) {
+    static const dcase yes = {1, 32, 13, 15, 80, 3, 1, 1, 1}, b8 = {8, 64, 7, 7, 64, 3, 1, 1, 1};
+    static const dcase no[] = {{1, 64, 7, 7, 128, 3, 1, 1, 1}, {1, 32, 26, 26, 32, 3, 2, 1, 1},
+                               {1, 16, 20, 20, 16, 5, 1, 2, 1}, {1, 32, 20, 20, 32, 3, 1, 1, 32}};
+    CHECK(packed_mode(&yes) == FT_CPU_NCHWC_MODE_WINO, "13x15 3x3: not Winograd (mode %d)", packed_mode(&yes));
+    CHECK(packed_mode(&b8) == FT_CPU_NCHWC_MODE_WINO, "batch 8 of 7x7: not Winograd (mode %d)", packed_mode(&b8));
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECK(packed_mode(&no[i]) != FT_CPU_NCHWC_MODE_WINO, "case %zu: Winograd where the direct kernel belongs", i);
+    setenv("FT_CPU_WINOGRAD", "0", 1);
+    CHECK(packed_mode(&yes) != FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD=0: still Winograd");
+    unsetenv("FT_CPU_WINOGRAD");
+    CHECK(packed_mode(&yes) == FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD unset again: not Winograd");
 }
 
 /* The copy kernel's reorders, both ways, against the test's own. */
@@ -267,7 +310,7 @@ static void test_nchwc_relu_special(void) {
     memcpy(x, xv, sizeof xv);
     for (int i = 0; i < 64; i++) w[i] = 1.0f;
     ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
-    ft_params_conv p = {1, 0, 1, FT_ACT_RELU, FT_ACT_NONE};
+    ft_params_conv p = {.stride = 1, .padding = 0, .groups = 1, .act = FT_ACT_RELU, .act_in = FT_ACT_NONE};
     ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 2, &p, sizeof p);
     CHECK(y && ft_cpu_nchwc_conv_ok(y), "relu special: not a direct-kernel node");
     if (y) {
@@ -294,7 +337,7 @@ static void test_nchwc_refuses(void) {
     int64_t xs[4] = {1, 8, 5, 5}, ws[4] = {12, 8, 3, 3};
     float *x = rvals(200, FT_DTYPE_F32), *w = rvals(12 * 72, FT_DTYPE_F32);
     ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
-    ft_params_conv p = {1, 1, 1, FT_ACT_NONE, FT_ACT_NONE};
+    ft_params_conv p = {.stride = 1, .padding = 1, .groups = 1, .act = FT_ACT_NONE, .act_in = FT_ACT_NONE};
     ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 2, &p, sizeof p);
     CHECK(y && !ft_cpu_nchwc_conv_ok(y), "12 output channels are not a blocked-layout conv");
     if (y) {
@@ -319,6 +362,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     RUN(test_nchwc_conv);
+    RUN(test_nchwc_winograd_choice);
     RUN(test_nchwc_relu_special);
     RUN(test_nchwc_reorder);
     RUN(test_nchwc_pools);

@@ -55,7 +55,7 @@
 #define DC_INLINE static inline
 #endif
 
-enum { DC_FIRST = 1, DC_LAST = 2, DC_RELU = 4 };
+enum { DC_FIRST = FT_DC_FIRST, DC_LAST = FT_DC_LAST, DC_RELU = FT_DC_RELU };
 
 static const float dc_zeros[C16] __attribute__((aligned(64)));
 
@@ -64,20 +64,7 @@ static const float dc_zeros[C16] __attribute__((aligned(64)));
 #pragma GCC optimize("O3", "fp-contract=fast")
 #endif
 
-/* What a micro-kernel call reads: ntaps window taps (per tap NPX pixel pointers
- * xp[t][j] into input block 0 of the chunk, or dc_zeros in the padding, and the
- * tap's weights wp[t]) repeated for nblk input blocks, block k's pixels xbs floats
- * on from block 0's (the zero block stays) and its weights wbs floats on; per
- * tap, pfn lines prefetched from pf on (weights, to L2) and xqn lines xql floats
- * apart from xq, which then steps xqs floats (a 1x1 convolution's input for the tile
- * after next, one block per tap, to L1). Working the blocks out here, not in a table
- * per block, took a tile's table building (5-8% of a convolution) to one window. */
-typedef struct dc_taps {
-    int ntaps, nblk, nci, pfn, xqn;
-    const float *const *xp, *const *wp;
-    int64_t xbs, wbs, xqs, xql;
-    const float *pf, *xq;
-} dc_taps;
+typedef ft_cpu_dc_taps dc_taps; /* nchwc.h says what a call reads */
 
 #define DC_PX(k) (pp[NPX > (k) ? (k) : 0] == dc_zeros ? dc_zeros : pp[NPX > (k) ? (k) : 0] + xo)
 
@@ -266,6 +253,26 @@ static const dc_fn dc64[NPX_MAX][4] = {DC_ROW(1), DC_ROW(2), DC_ROW(3), DC_ROW(4
 #pragma GCC pop_options
 #endif
 
+void ft_cpu_dc_call(bool wide, int npx, int ncb, const ft_cpu_dc_taps *tp, int64_t wo, float *y, int64_t ys,
+                    const float *bias, const float *res, int mode) {
+#ifdef DC_X86
+    if (wide) {
+        dc64[npx - 1][ncb - 1](tp, wo, y, ys, bias, res, mode);
+        return;
+    }
+#else
+    (void)wide;
+#endif
+    /* the prefetches once, with the first block */
+    dc_taps t = *tp;
+    for (int b = 0; b < ncb; b++) {
+        dc16[npx - 1](&t, wo + b * C16, y + b * ys, ys, bias ? bias + b * C16 : NULL, res ? res + b * ys : NULL,
+                      mode);
+        t.pfn = 0;
+        t.xqn = 0;
+    }
+}
+
 /* ------------------------------------------------------------------------- */
 /* weights                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -293,17 +300,23 @@ static bool is_depthwise(const dc_geom *g) { return g->groups > 1 && g->groups =
  *    (7 taps of 21 channels for ResNet's stem, not 49 of 3);
  *  - DW (depthwise): [C/16][kh][kw][16].
  */
-enum { DC_DENSE = 0, DC_ROWS = 1, DC_DW = 2 };
+enum { DC_DENSE = 0, DC_ROWS = 1, DC_DW = 2, DC_WINO = FT_CPU_NCHWC_MODE_WINO };
 
 static int pack_mode(const dc_geom *g, bool x_blocked) {
     if (is_depthwise(g)) return DC_DW;
+    /*  - WINO: a 3x3 stride-1 convolution that Winograd's transforms serve
+     *    (nchwc_wino.c), its weights [16 positions][cog][cib][16 ci][64 co] */
+    if (x_blocked && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->s == 1 && g->pad == 1 &&
+        ft_cpu_wino_use(g->n, g->cin, g->cout, g->h, g->w))
+        return DC_WINO;
     return !x_blocked && g->cin < C16 ? DC_ROWS : DC_DENSE;
 }
 
 bool ft_cpu_nchwc_conv_ok(const ft_tensor *conv) {
     if (conv->op != FT_OP_CONV2D || conv->dtype != FT_DTYPE_F32 || conv->ndim != 4) return false;
     const ft_params_conv *p = FT_PARAMS(conv, ft_params_conv);
-    if (conv->src[4] || conv->src[5] || p->act_in != FT_ACT_NONE) return false;
+    /* per-side padding (TF SAME) and dilation are not in the kernel's geometry */
+    if (conv->src[4] || conv->src[5] || p->act_in != FT_ACT_NONE || p->asym || p->dilation > 1) return false;
     for (int i = 0; i < 4; i++)
         if (conv->src[i] && conv->src[i]->dtype != FT_DTYPE_F32) return false;
     dc_geom g = geom_of(conv);
@@ -314,6 +327,7 @@ bool ft_cpu_nchwc_conv_ok(const ft_tensor *conv) {
 static int64_t packed_floats(const dc_geom *g, int mode) {
     int64_t ncg = (g->cout + CG - 1) / CG, kk = g->kh * g->kw;
     if (mode == DC_DW) return g->cin * kk;
+    if (mode == DC_WINO) return ft_cpu_wino_packed_floats(g->cin, g->cout);
     if (mode == DC_ROWS) return ncg * kk * g->cin * CG;
     return ncg * ((g->cin + C16 - 1) / C16) * kk * C16 * CG;
 }
@@ -324,6 +338,10 @@ static void pack_weights(const dc_geom *g, int mode, const float *w, float *out)
     if (mode == DC_DW) {
         for (int64_t c = 0; c < g->cout; c++)
             for (int64_t t = 0; t < kk; t++) out[((c / C16) * kk + t) * C16 + c % C16] = w[c * kk + t];
+        return;
+    }
+    if (mode == DC_WINO) {
+        ft_cpu_wino_pack(g->cin, g->cout, w, out);
         return;
     }
     memset(out, 0, (size_t)packed_floats(g, mode) * sizeof(float));
@@ -548,20 +566,8 @@ static void dc_task(const dc_run *r, int64_t n, int64_t c0, int64_t c1, int64_t 
                 const int64_t l0 = call * pf_lines / calls, l1 = (call + 1) * pf_lines / calls;
                 tp.pfn = pf_lines && nt ? (int)((l1 - l0 + nt - 1) / nt) : 0;
                 tp.pf = pw ? pw + l0 * 16 : NULL;
-#ifdef DC_X86
-                if (r->wide) {
-                    dc64[npx - 1][ncb - 1](&tp, wo, yt, ys, bt, rt, mode);
-                    tp.xqn = 0;
-                } else
-#endif
-                {
-                    for (int b = 0; b < ncb; b++) {
-                        dc16[npx - 1](&tp, wo + b * C16, yt + b * ys, ys, bt ? bt + b * C16 : NULL,
-                                      rt ? rt + b * ys : NULL, mode);
-                        tp.pfn = 0;
-                        tp.xqn = 0;
-                    }
-                }
+                ft_cpu_dc_call(r->wide, npx, ncb, &tp, wo, yt, ys, bt, rt, mode);
+                tp.xqn = 0;
                 if ((mode & DC_LAST) && r->act != FT_ACT_NONE && r->act != FT_ACT_RELU)
                     for (int b = 0; b < ncb; b++) ft_cpu_row_act(r->act, yt + b * ys, (int64_t)npx * C16);
             }
@@ -703,6 +709,13 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
         pk = own;
     }
     r.w = pk->data;
+    if (r.mode == DC_WINO) {
+        if (dst->src[2] && ft_cpu_f32_get(dst->src[2], dst->src[2]->nb[0] == 1 || dst->src[2]->ne[0] == 1, &fb))
+            goto oom;
+        const ft_cpu_wino a = {g->n, g->cin, g->cout, g->h, g->w, x->data, r.w, fb.p, r.res, r.y, r.acc, r.act, r.wide};
+        st = ft_cpu_wino_run(ctx, &a);
+        goto done;
+    }
     if (dst->src[2] && ft_cpu_f32_get(dst->src[2], dst->src[2]->nb[0] == 1 || dst->src[2]->ne[0] == 1, &fb))
         goto oom;
     r.bias = fb.p;
