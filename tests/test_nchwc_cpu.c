@@ -153,7 +153,8 @@ static void test_nchwc_conv(void) {
         {1, 256, 8, 7, 128, 3, 1, 1, 1}, {2, 232, 9, 9, 64, 3, 2, 1, 1}, {1, 520, 5, 6, 320, 1, 1, 0, 1},
         /* Winograd F(2x2, 3x3) (3x3, stride 1, padding 1, an NCHWc input, 40+ tiles):
          * odd planes (a last half tile), output channels off the 64-channel groups,
-         * batch 2, and 360 tiles of 16 channels in two chunks */
+         * batch 2, and 360 tiles of 16 channels in two chunks; the 7 x 7 planes
+         * above too (16 tiles) */
         {1, 32, 13, 15, 80, 3, 1, 1, 1}, {2, 48, 9, 11, 144, 3, 1, 1, 1}, {1, 16, 40, 35, 16, 3, 1, 1, 1},
         {1, 64, 16, 16, 64, 3, 1, 1, 1},
         /* depthwise */
@@ -197,14 +198,15 @@ static int packed_mode(const dcase *c) {
 }
 
 /* Which convolutions Winograd takes (the cases above check its results): 3x3,
- * stride 1, padding 1 with 40+ tiles; not a batch-1 7 x 7 plane (16 tiles), a
- * stride 2, a 5x5, a depthwise one; and none with FT_CPU_WINOGRAD=0. */
+ * stride 1, padding 1 with 16+ tiles (a batch-1 7 x 7 plane has 16); not a
+ * batch-1 5 x 5 plane (9 tiles), a stride 2, a 5x5 kernel, a depthwise one; and
+ * none with FT_CPU_WINOGRAD=0. */
 static void test_nchwc_winograd_choice(void) {
-    static const dcase yes = {1, 32, 13, 15, 80, 3, 1, 1, 1}, b8 = {8, 64, 7, 7, 64, 3, 1, 1, 1};
-    static const dcase no[] = {{1, 64, 7, 7, 128, 3, 1, 1, 1}, {1, 32, 26, 26, 32, 3, 2, 1, 1},
+    static const dcase yes = {1, 32, 13, 15, 80, 3, 1, 1, 1}, b8 = {1, 64, 7, 7, 64, 3, 1, 1, 1};
+    static const dcase no[] = {{1, 64, 5, 5, 128, 3, 1, 1, 1}, {1, 32, 26, 26, 32, 3, 2, 1, 1},
                                {1, 16, 20, 20, 16, 5, 1, 2, 1}, {1, 32, 20, 20, 32, 3, 1, 1, 32}};
     CHECK(packed_mode(&yes) == FT_CPU_NCHWC_MODE_WINO, "13x15 3x3: not Winograd (mode %d)", packed_mode(&yes));
-    CHECK(packed_mode(&b8) == FT_CPU_NCHWC_MODE_WINO, "batch 8 of 7x7: not Winograd (mode %d)", packed_mode(&b8));
+    CHECK(packed_mode(&b8) == FT_CPU_NCHWC_MODE_WINO, "7x7 plane: not Winograd (mode %d)", packed_mode(&b8));
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         CHECK(packed_mode(&no[i]) != FT_CPU_NCHWC_MODE_WINO, "case %zu: Winograd where the direct kernel belongs", i);
     setenv("FT_CPU_WINOGRAD", "0", 1);

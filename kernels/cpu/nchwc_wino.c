@@ -19,8 +19,9 @@
  * residual and activation.
  *
  * The weights are transformed once per plan (U = G g G^T in double); they take
- * 16/9 of the 3x3 kernel's bytes, which is why few tiles (a batch-1 7 x 7 stage)
- * stay on the direct kernel: there the GEMMs would wait on memory for U.
+ * 16/9 of the 3x3 kernel's bytes, which is why a plane of fewer than 16 tiles
+ * (5 x 5 pixels at batch 1) stays on the direct kernel: there the GEMMs would
+ * mostly wait on memory for U.
  * Rounding differs from the direct sum by a few ulps times the input's
  * magnitude (the transforms add before they multiply); FT_CPU_WINOGRAD=0 turns
  * it off.
@@ -46,10 +47,11 @@
 #define WI_CLONES
 #endif
 
-/* Below this many tiles the 16/9 larger weights are read for too little work:
- * ResNet-50's batch-1 7 x 7 stage (16 tiles) is faster direct, its 14 x 14
- * stage (49) faster here (docs/results/2026-11-26-cpu-winograd.md). */
-#define WINO_MIN_TILES 40
+/* Below this many tiles the 16/9 larger weights are read for too little work.
+ * ResNet-50's batch-1 7 x 7 stage (16 tiles, 512 channels) is still a little
+ * faster here: the forward 30.2 -> 29.9 ms at 1 thread with it, 32.5 with its
+ * 14 x 14 stage (49 tiles) direct too (docs/results/2026-11-26-cpu-winograd.md). */
+#define WINO_MIN_TILES 16
 
 bool ft_cpu_wino_use(int64_t n, int64_t cin, int64_t cout, int64_t h, int64_t w) {
     if (cin % C16 || cout % C16 || cin == 0 || cout == 0 || h < 2 || w < 2) return false;
