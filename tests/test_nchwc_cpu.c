@@ -178,7 +178,7 @@ static void test_nchwc_conv(void) {
 
 /* The packing a conv2d node of case c gets at plan time (its ft_cpu_nchwc_w mode),
  * -1 when it was not packed. */
-static int packed_mode(const dcase *c) {
+static int packed_mode(const dcase *c, int threads) {
     int64_t xs[4] = {c->b, c->cin, c->h, c->w}, ws[4] = {c->cout, c->cin / c->groups, c->k, c->k};
     float *x = rvals(c->b * c->cin * c->h * c->w, FT_DTYPE_F32), *w = rvals(ws[0] * ws[1] * c->k * c->k, FT_DTYPE_F32);
     ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
@@ -188,31 +188,81 @@ static int packed_mode(const dcase *c) {
     if (y) {
         src[0]->flags |= FT_TF_NCHWC;
         y->flags |= FT_TF_NCHWC;
+        ft_cpu_set_threads(threads); /* as ft_cpu_prepack does for a plan (the eager call above reset it) */
         if (ft_cpu_nchwc_conv_prepack(y)) mode = ((const ft_cpu_nchwc_w *)y->extra)->mode;
         ft_cpu_unpack(y);
     }
     free(x);
     free(w);
     ft_ctx_reset(ctx);
+    ft_cpu_set_threads(0);
     return mode;
+}
+
+/* Whether a node of case c packed at plan time with pack_threads threads runs
+ * on those packed weights with run_threads: the weight tensor is NaN by then,
+ * so a kernel that packed again per call would write NaN. */
+static bool runs_on_plan_weights(const dcase *c, int pack_threads, int run_threads, int *mode) {
+    int64_t xs[4] = {c->b, c->cin, c->h, c->w}, ws[4] = {c->cout, c->cin, c->k, c->k};
+    int64_t nw = ws[0] * ws[1] * c->k * c->k;
+    float *x = rvals(c->b * c->cin * c->h * c->w, FT_DTYPE_F32), *w = rvals(nw, FT_DTYPE_F32);
+    ft_tensor *src[2] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w)};
+    ft_params_conv p = {.stride = c->stride, .padding = c->pad, .groups = 1, .act = FT_ACT_NONE, .act_in = FT_ACT_NONE};
+    ft_tensor *y = ft_dispatch(ctx, FT_OP_CONV2D, src, 2, &p, sizeof p);
+    bool finite = false;
+    *mode = -1;
+    if (y) {
+        src[0]->flags |= FT_TF_NCHWC;
+        y->flags |= FT_TF_NCHWC;
+        ft_cpu_set_threads(pack_threads);
+        if (ft_cpu_nchwc_conv_prepack(y)) {
+            *mode = ((const ft_cpu_nchwc_w *)y->extra)->mode;
+            for (int64_t i = 0; i < nw; i++) ((float *)src[1]->data)[i] = NAN;
+            ctx->cpu_threads = run_threads;
+            finite = ft_cpu_conv2d(ctx, y) == FT_OK;
+            for (int64_t i = 0; finite && i < ft_tensor_numel(y); i++) finite = isfinite(((float *)y->data)[i]);
+            ctx->cpu_threads = 0;
+        }
+        ft_cpu_unpack(y);
+    }
+    free(x);
+    free(w);
+    ft_ctx_reset(ctx);
+    ft_cpu_set_threads(0);
+    return finite;
 }
 
 /* Which convolutions Winograd takes (the cases above check its results): 3x3,
  * stride 1, padding 1 with 16+ tiles (a batch-1 7 x 7 plane has 16); not a
- * batch-1 5 x 5 plane (9 tiles), a stride 2, a 5x5 kernel, a depthwise one; and
- * none with FT_CPU_WINOGRAD=0. */
+ * batch-1 5 x 5 plane (9 tiles), a stride 2, a 5x5 kernel, a depthwise one;
+ * ResNet-50's batch-1 7 x 7 stage (512 channels, its transformed weights 16.8
+ * MB) on 1 thread but not on 2, where the cost model has its GEMMs wait on
+ * memory; and none with FT_CPU_WINOGRAD=0. */
 static void test_nchwc_winograd_choice(void) {
-    static const dcase yes = {1, 32, 13, 15, 80, 3, 1, 1, 1}, b8 = {1, 64, 7, 7, 64, 3, 1, 1, 1};
+    static const dcase yes = {1, 32, 13, 15, 80, 3, 1, 1, 1}, p7 = {1, 64, 7, 7, 64, 3, 1, 1, 1},
+                       s4 = {1, 512, 7, 7, 512, 3, 1, 1, 1}, s4b8 = {8, 512, 7, 7, 512, 3, 1, 1, 1};
     static const dcase no[] = {{1, 64, 5, 5, 128, 3, 1, 1, 1}, {1, 32, 26, 26, 32, 3, 2, 1, 1},
                                {1, 16, 20, 20, 16, 5, 1, 2, 1}, {1, 32, 20, 20, 32, 3, 1, 1, 32}};
-    CHECK(packed_mode(&yes) == FT_CPU_NCHWC_MODE_WINO, "13x15 3x3: not Winograd (mode %d)", packed_mode(&yes));
-    CHECK(packed_mode(&b8) == FT_CPU_NCHWC_MODE_WINO, "7x7 plane: not Winograd (mode %d)", packed_mode(&b8));
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        CHECK(packed_mode(&no[i]) != FT_CPU_NCHWC_MODE_WINO, "case %zu: Winograd where the direct kernel belongs", i);
+    for (int th = 1; th <= 2; th++) {
+        CHECK(packed_mode(&yes, th) == FT_CPU_NCHWC_MODE_WINO, "13x15 3x3, %d threads: not Winograd", th);
+        CHECK(packed_mode(&p7, th) == FT_CPU_NCHWC_MODE_WINO, "7x7 plane, %d threads: not Winograd", th);
+        CHECK(packed_mode(&s4b8, th) == FT_CPU_NCHWC_MODE_WINO, "512 channels, batch 8, %d threads: not Winograd",
+              th);
+        for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+            CHECK(packed_mode(&no[i], th) != FT_CPU_NCHWC_MODE_WINO, "case %zu, %d threads: Winograd", i, th);
+    }
+    CHECK(packed_mode(&s4, 1) == FT_CPU_NCHWC_MODE_WINO, "512 channels 7x7, 1 thread: not Winograd");
+    CHECK(packed_mode(&s4, 2) != FT_CPU_NCHWC_MODE_WINO, "512 channels 7x7, 2 threads: Winograd");
+    /* the plan's choice stands when the thread count changes after it */
+    int m1 = -1, m2 = -1;
+    CHECK(runs_on_plan_weights(&s4, 1, 2, &m1) && m1 == FT_CPU_NCHWC_MODE_WINO,
+          "packed for 1 thread (mode %d), run on 2: not on the plan's Winograd weights", m1);
+    CHECK(runs_on_plan_weights(&s4, 2, 1, &m2) && m2 != FT_CPU_NCHWC_MODE_WINO,
+          "packed for 2 threads (mode %d), run on 1: not on the plan's direct weights", m2);
     setenv("FT_CPU_WINOGRAD", "0", 1);
-    CHECK(packed_mode(&yes) != FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD=0: still Winograd");
+    CHECK(packed_mode(&yes, 1) != FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD=0: still Winograd");
     unsetenv("FT_CPU_WINOGRAD");
-    CHECK(packed_mode(&yes) == FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD unset again: not Winograd");
+    CHECK(packed_mode(&yes, 1) == FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD unset again: not Winograd");
 }
 
 /* The copy kernel's reorders, both ways, against the test's own. */

@@ -67,9 +67,12 @@ void ft_cpu_dc_call(bool wide, int npx, int ncb, const ft_cpu_dc_taps *tp, int64
 
 /* Winograd F(2x2, 3x3) (nchwc_wino.c) for a 3x3, stride 1, padding 1, groups 1
  * convolution of an NCHWc input: 16 GEMMs over 2x2-pixel output tiles, 2.25x
- * fewer multiply-adds than the direct kernel. FT_CPU_WINOGRAD=0 in the
- * environment turns it off (the direct kernel then runs every convolution). */
-bool ft_cpu_wino_use(int64_t n, int64_t cin, int64_t cout, int64_t h, int64_t w);
+ * fewer multiply-adds than the direct kernel, for 16/9 of its weight bytes:
+ * whether it is the faster for a convolution run by `threads` threads (a cost
+ * model, nchwc_wino.c). FT_CPU_WINOGRAD=0 in the environment turns it off
+ * (read when a plan packs its weights; the direct kernel then runs every
+ * convolution). */
+bool ft_cpu_wino_use(int64_t n, int64_t cin, int64_t cout, int64_t h, int64_t w, int threads);
 /* floats of the transformed weights: [16 positions][ceil(Cout/64)][Cin/16][16 ci][64 co] */
 int64_t ft_cpu_wino_packed_floats(int64_t cin, int64_t cout);
 /* w [Cout, Cin, 3, 3] -> out (the layout above, zero-padded to 64 output channels) */

@@ -302,12 +302,16 @@ static bool is_depthwise(const dc_geom *g) { return g->groups > 1 && g->groups =
  */
 enum { DC_DENSE = 0, DC_ROWS = 1, DC_DW = 2, DC_WINO = FT_CPU_NCHWC_MODE_WINO };
 
+/* A convolution Winograd F(2x2, 3x3) can run (whether it should: ft_cpu_wino_use). */
+static bool wino_geom(const dc_geom *g, bool x_blocked) {
+    return x_blocked && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->s == 1 && g->pad == 1 && g->cin % C16 == 0;
+}
+
 static int pack_mode(const dc_geom *g, bool x_blocked) {
     if (is_depthwise(g)) return DC_DW;
     /*  - WINO: a 3x3 stride-1 convolution that Winograd's transforms serve
      *    (nchwc_wino.c), its weights [16 positions][cog][cib][16 ci][64 co] */
-    if (x_blocked && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->s == 1 && g->pad == 1 &&
-        ft_cpu_wino_use(g->n, g->cin, g->cout, g->h, g->w))
+    if (wino_geom(g, x_blocked) && ft_cpu_wino_use(g->n, g->cin, g->cout, g->h, g->w, ft_cpu_threads()))
         return DC_WINO;
     return !x_blocked && g->cin < C16 ? DC_ROWS : DC_DENSE;
 }
@@ -356,9 +360,8 @@ static void pack_weights(const dc_geom *g, int mode, const float *w, float *out)
                 }
 }
 
-static ft_cpu_nchwc_w *packed_make(const ft_tensor *node, const float *w) {
+static ft_cpu_nchwc_w *packed_make(const ft_tensor *node, const float *w, int mode) {
     dc_geom g = geom_of(node);
-    int mode = pack_mode(&g, (node->src[0]->flags & FT_TF_NCHWC) != 0);
     ft_cpu_nchwc_w *p = calloc(1, sizeof *p);
     float *d = malloc((size_t)packed_floats(&g, mode) * sizeof(float));
     if (!p || !d) {
@@ -375,7 +378,8 @@ bool ft_cpu_nchwc_conv_prepack(ft_tensor *node) {
     ft_cpu_f32 fw = {0};
     const ft_tensor *w = node->src[1];
     if (!ft_cpu_nchwc_conv_ok(node) || ft_cpu_f32_get(w, ft_tensor_contiguous(w), &fw)) return false;
-    ft_cpu_nchwc_w *p = packed_make(node, fw.p);
+    const dc_geom g = geom_of(node);
+    ft_cpu_nchwc_w *p = packed_make(node, fw.p, pack_mode(&g, (node->src[0]->flags & FT_TF_NCHWC) != 0));
     ft_cpu_f32_release(&fw);
     if (!p) return false;
     node->extra = p;
@@ -676,6 +680,12 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     const dc_geom *g = &r.g;
     const bool xb_in = (x->flags & FT_TF_NCHWC) != 0;
     r.mode = pack_mode(g, xb_in);
+    const ft_cpu_nchwc_w *pk = dst->extra;
+    /* the plan's choice between the direct kernel and Winograd (made for the
+     * thread count it was packed with) stands when the count changes later */
+    if (pk && pk->magic == FT_CPU_NCHWC_W_MAGIC && pk->src == dst->src[1]->data && wino_geom(g, xb_in) &&
+        (pk->mode == DC_WINO || pk->mode == DC_DENSE))
+        r.mode = pk->mode;
     if (!ft_cpu_nchwc_conv_ok(dst) || (res && !(res->flags & FT_TF_NCHWC)) || (r.mode == DC_DW && !xb_in) ||
         !ft_tensor_contiguous(x) || !ft_tensor_contiguous(dst) || (res && !ft_tensor_contiguous(res)))
         return ft_set_error(ctx, FT_ERR_INTERNAL, "conv2d: a blocked-channel (NCHWc) plan node the direct "
@@ -697,13 +707,12 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     ft_cpu_f32 fb = {0};
     ft_cpu_buf xbuf = {0};
     int st = FT_OK;
-    const ft_cpu_nchwc_w *pk = dst->extra;
     ft_cpu_nchwc_w *own = NULL;
     if (!pk || pk->magic != FT_CPU_NCHWC_W_MAGIC || pk->src != dst->src[1]->data || pk->mode != r.mode) {
         /* not packed at plan time (or for another input layout): per call */
         ft_cpu_f32 fw = {0};
         if (ft_cpu_f32_get(dst->src[1], ft_tensor_contiguous(dst->src[1]), &fw)) goto oom;
-        own = packed_make(dst, fw.p);
+        own = packed_make(dst, fw.p, r.mode);
         ft_cpu_f32_release(&fw);
         if (!own) goto oom;
         pk = own;

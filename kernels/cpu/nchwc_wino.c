@@ -19,9 +19,9 @@
  * residual and activation.
  *
  * The weights are transformed once per plan (U = G g G^T in double); they take
- * 16/9 of the 3x3 kernel's bytes, which is why a plane of fewer than 16 tiles
- * (5 x 5 pixels at batch 1) stays on the direct kernel: there the GEMMs would
- * mostly wait on memory for U.
+ * 16/9 of the 3x3 kernel's bytes, which is why a convolution of few tiles and
+ * large weights on several threads stays on the direct kernel: there the GEMMs
+ * would wait on memory for U (ft_cpu_wino_use's cost model).
  * Rounding differs from the direct sum by a few ulps times the input's
  * magnitude (the transforms add before they multiply); FT_CPU_WINOGRAD=0 turns
  * it off.
@@ -34,6 +34,7 @@
 #include "vrow.h"
 #include "../../engine/env.h"
 
+#include <math.h>
 #include <omp.h>
 #include <string.h>
 
@@ -47,16 +48,30 @@
 #define WI_CLONES
 #endif
 
-/* Below this many tiles the 16/9 larger weights are read for too little work.
- * ResNet-50's batch-1 7 x 7 stage (16 tiles, 512 channels) is still a little
- * faster here: the forward 30.2 -> 29.9 ms at 1 thread with it, 32.5 with its
- * 14 x 14 stage (49 tiles) direct too (docs/results/2026-11-26-cpu-winograd.md). */
+/* Below this many tiles a plane is left to the direct kernel outright. */
 #define WINO_MIN_TILES 16
+/* Where Winograd pays is a cost model of a forward: a convolution takes the
+ * longer of reading its weights from memory (U is 16/9 of the direct kernel's
+ * weights; counted only past L2, where a forward of a large model finds them
+ * cold) and its multiply-adds on `threads` threads (2.25x fewer). On the dev
+ * host (AMD EPYC Zen 5) a forward's weights streamed at ~24 GB/s while a
+ * thread's GEMMs ran at ~200 GFLOP/s: 0.12 bytes per flop and thread.
+ * ResNet-50's batch-1 7 x 7 stage (16 tiles, U 16.8 MB) ran 0.75 ms with it
+ * against 1.1 ms direct on 1 thread, but 0.69 against 0.56 ms on 2, where the
+ * GEMMs wait on memory; the model picks each (the forward 30.2 -> 29.9 ms on
+ * 1 thread with that stage on Winograd, docs/results/2026-11-26-cpu-winograd.md). */
+#define WI_BYTES_PER_FLOP 0.12
 
-bool ft_cpu_wino_use(int64_t n, int64_t cin, int64_t cout, int64_t h, int64_t w) {
+bool ft_cpu_wino_use(int64_t n, int64_t cin, int64_t cout, int64_t h, int64_t w, int threads) {
     if (cin % C16 || cout % C16 || cin == 0 || cout == 0 || h < 2 || w < 2) return false;
-    if (n * ((h + 1) / 2) * ((w + 1) / 2) < WINO_MIN_TILES) return false;
-    return ft_env_flag(FT_ENV_CPU_WINOGRAD, true);
+    const int64_t tiles = n * ((h + 1) / 2) * ((w + 1) / 2);
+    if (tiles < WINO_MIN_TILES || !ft_env_flag(FT_ENV_CPU_WINOGRAD, true)) return false;
+    const double l2 = (double)ft_cpu_gemm_kern_get()->l2, per = WI_BYTES_PER_FLOP / (threads > 0 ? threads : 1);
+    const double wb = 16.0 * (double)cin * (double)cout * 4, db = 9.0 * (double)cin * (double)cout * 4;
+    const double wf = 2.0 * 16 * (double)tiles * (double)cin * (double)cout;
+    const double df = 2.0 * 9 * (double)(n * h * w) * (double)cin * (double)cout;
+    const double t_wino = fmax(wb > l2 ? wb : 0, wf * per), t_direct = fmax(db > l2 ? db : 0, df * per);
+    return t_wino < t_direct;
 }
 
 int64_t ft_cpu_wino_packed_floats(int64_t cin, int64_t cout) {
@@ -89,40 +104,55 @@ typedef struct wi_run {
     float *v, *m;                          /* V [16][cib][tc][16], M [16][cob][tc][16] */
 } wi_run;
 
+/* The transforms on gcc's generic vectors, one per 16 channels and every index
+ * a constant after unrolling, so a tile's 16 values stay in registers: written
+ * on float arrays (memcpy in, loops of 16 out) they went through the stack
+ * twice and took 30% of a 64-channel 56 x 56 convolution. */
+typedef float wi_v __attribute__((vector_size(64), aligned(4)));
+#define WI_LD(p) (*(const wi_v *)(p))
+#define WI_ST(p, v) (*(wi_v *)(p) = (v))
+#define WI_BC(s) ((wi_v){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s})
+
 /* B^T d B for tile gt (global: image gt / tiles) and input block cb, into
  * V[p][cb][j] (j: the tile's place in its chunk). */
 WI_CLONES static void wi_input(const wi_run *r, int64_t gt, int64_t j, int64_t cb) {
     const ft_cpu_wino *a = r->a;
     const int64_t n = gt / r->tiles, t = gt % r->tiles, y0 = t / r->tw * 2 - 1, x0 = t % r->tw * 2 - 1;
     const float *xb = a->x + (n * r->cib + cb) * a->h * a->w * C16;
-    float d[4][4][C16], u[4][4][C16];
-    for (int i = 0; i < 4; i++)
-        for (int k = 0; k < 4; k++) {
-            const int64_t iy = y0 + i, ix = x0 + k;
-            if (iy >= 0 && iy < a->h && ix >= 0 && ix < a->w)
-                memcpy(d[i][k], xb + (iy * a->w + ix) * C16, sizeof d[i][k]);
-            else
-                memset(d[i][k], 0, sizeof d[i][k]);
-        }
-    for (int k = 0; k < 4; k++)
-#pragma omp simd
-        for (int c = 0; c < C16; c++) {
-            u[0][k][c] = d[0][k][c] - d[2][k][c];
-            u[1][k][c] = d[1][k][c] + d[2][k][c];
-            u[2][k][c] = d[2][k][c] - d[1][k][c];
-            u[3][k][c] = d[1][k][c] - d[3][k][c];
-        }
+    wi_v d[4][4];
+    if (y0 >= 0 && x0 >= 0 && y0 + 4 <= a->h && x0 + 4 <= a->w) {
+        const float *x = xb + (y0 * a->w + x0) * C16;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) d[i][k] = WI_LD(x + (i * a->w + k) * C16);
+    } else {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const int64_t iy = y0 + i, ix = x0 + k;
+                d[i][k] = iy >= 0 && iy < a->h && ix >= 0 && ix < a->w ? WI_LD(xb + (iy * a->w + ix) * C16)
+                                                                         : (wi_v){0};
+            }
+    }
     const int64_t ps = r->cib * r->tc * C16;
     float *v = r->v + (cb * r->tc + j) * C16;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const wi_v u0 = d[0][k] - d[2][k], u1 = d[1][k] + d[2][k], u2 = d[2][k] - d[1][k], u3 = d[1][k] - d[3][k];
+        d[0][k] = u0;
+        d[1][k] = u1;
+        d[2][k] = u2;
+        d[3][k] = u3;
+    }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         float *vi = v + i * 4 * ps;
-#pragma omp simd
-        for (int c = 0; c < C16; c++) {
-            vi[c] = u[i][0][c] - u[i][2][c];
-            vi[ps + c] = u[i][1][c] + u[i][2][c];
-            vi[2 * ps + c] = u[i][2][c] - u[i][1][c];
-            vi[3 * ps + c] = u[i][1][c] - u[i][3][c];
-        }
+        WI_ST(vi, d[i][0] - d[i][2]);
+        WI_ST(vi + ps, d[i][1] + d[i][2]);
+        WI_ST(vi + 2 * ps, d[i][2] - d[i][1]);
+        WI_ST(vi + 3 * ps, d[i][1] - d[i][3]);
     }
 }
 
@@ -133,40 +163,34 @@ WI_CLONES static void wi_output(const wi_run *r, int64_t gt, int64_t j, int64_t 
     const int64_t n = gt / r->tiles, t = gt % r->tiles, y0 = t / r->tw * 2, x0 = t % r->tw * 2;
     const int64_t ps = r->cob * r->tc * C16;
     const float *m = r->m + (ob * r->tc + j) * C16;
-    float s[2][4][C16], o[2][2][C16];
+    wi_v s0[4], s1[4];
+#pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
-        const float *m0 = m + k * ps, *m1 = m + (4 + k) * ps, *m2 = m + (8 + k) * ps, *m3 = m + (12 + k) * ps;
-#pragma omp simd
-        for (int c = 0; c < C16; c++) {
-            s[0][k][c] = m0[c] + m1[c] + m2[c];
-            s[1][k][c] = m1[c] - m2[c] - m3[c];
-        }
+        const wi_v m0 = WI_LD(m + k * ps), m1 = WI_LD(m + (4 + k) * ps), m2 = WI_LD(m + (8 + k) * ps),
+                   m3 = WI_LD(m + (12 + k) * ps);
+        s0[k] = m0 + m1 + m2;
+        s1[k] = m1 - m2 - m3;
     }
-    const float *bias = a->bias ? a->bias + ob * C16 : NULL;
-    for (int i = 0; i < 2; i++)
-#pragma omp simd
-        for (int c = 0; c < C16; c++) {
-            const float b = bias ? bias[c] : 0.0f;
-            o[i][0][c] = s[i][0][c] + s[i][1][c] + s[i][2][c] + b;
-            o[i][1][c] = s[i][1][c] - s[i][2][c] - s[i][3][c] + b;
-        }
+    const wi_v b = a->bias ? WI_LD(a->bias + ob * C16) : (wi_v){0};
+    wi_v o[2][2] = {{s0[0] + s0[1] + s0[2] + b, s0[1] - s0[2] - s0[3] + b},
+                    {s1[0] + s1[1] + s1[2] + b, s1[1] - s1[2] - s1[3] + b}};
     const int64_t plane = (n * r->cob + ob) * a->h * a->w;
+    const bool relu = a->act == FT_ACT_RELU;
+#pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
         for (int k = 0; k < 2; k++) {
             const int64_t oy = y0 + i, ox = x0 + k;
             if (oy >= a->h || ox >= a->w) continue;
             const int64_t off = (plane + oy * a->w + ox) * C16;
             float *yo = a->y + off;
             const float *ro = a->acc ? yo : a->res ? a->res + off : NULL;
-            float *v = o[i][k];
-            if (ro)
-#pragma omp simd
-                for (int c = 0; c < C16; c++) v[c] += ro[c];
-            if (a->act == FT_ACT_RELU)
-#pragma omp simd
-                for (int c = 0; c < C16; c++) v[c] = v[c] > 0.0f || v[c] != v[c] ? v[c] : 0.0f;
-            memcpy(yo, v, sizeof o[i][k]);
-            if (a->act != FT_ACT_NONE && a->act != FT_ACT_RELU) ft_cpu_row_act(a->act, yo, C16);
+            wi_v v = o[i][k];
+            if (ro) v += WI_LD(ro);
+            /* zero where v <= 0 (-0 too); a NaN compares false and stays */
+            if (relu) v = (wi_v)((__typeof__(v <= 0.0f))v & ~(v <= 0.0f));
+            WI_ST(yo, v);
+            if (a->act != FT_ACT_NONE && !relu) ft_cpu_row_act(a->act, yo, C16);
         }
 }
 
@@ -199,7 +223,11 @@ int ft_cpu_wino_run(ft_ctx *ctx, const ft_cpu_wino *a) {
                 .th = (a->h + 1) / 2, .tw = (a->w + 1) / 2};
     r.tiles = r.th * r.tw;
     const int64_t total = a->n * r.tiles, per_tile = 16 * C16 * (r.cib + r.cob) * (int64_t)sizeof(float);
-    int64_t tcmax = 2 * ft_cpu_gemm_kern_get()->l2 / per_tile;
+    /* V and M of a chunk in twice L2; but every chunk reads all of U, so a U
+     * larger than that (stage 4: 16.7 MB) takes chunks as large as U instead */
+    const int64_t ubytes = ft_cpu_wino_packed_floats(a->cin, a->cout) * (int64_t)sizeof(float),
+                  l2x2 = 2 * ft_cpu_gemm_kern_get()->l2;
+    int64_t tcmax = (ubytes > l2x2 ? ubytes : l2x2) / per_tile;
     if (tcmax < NPX) tcmax = NPX;
     const int64_t chunks = (total + tcmax - 1) / tcmax;
     r.tc = (total + chunks - 1) / chunks;
