@@ -16,6 +16,7 @@
 #include "../engine/nvtx.h"
 #include "../engine/replay_map.h"
 #include "../kernels/cpu/cpu_kernels.h"
+#include "../kernels/cpu/nchwc.h"
 #ifdef FT_WITH_CUDA
 #include "../engine/cuda_backend.h"
 #include "cuda_graph.h"
@@ -557,6 +558,8 @@ static ft_status plan_build(ft_model *m, ft_plan **out) {
         s->sum_intermediate_bytes = mp.sum_bytes;
         s->peak_live_bytes = mp.lower_bound;
         s->residual_in_place = mp.n_in_place;
+        s->winograd_convs = 0;
+        for (int i = 0; i < p->n_steps; i++) s->winograd_convs += ft_cpu_nchwc_conv_is_wino(p->step_nodes[i]);
         s->const_bytes = const_bytes;
         s->shared_const_bytes = shared_bytes;
         s->trace_ms = t1 - t0;

@@ -6,6 +6,7 @@
 #include "graph_api.h"
 #include "graph.h"
 #include "../engine/replay_map.h"
+#include "../kernels/cpu/nchwc.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static void describe(const ft_tensor *t, char *d, size_t n) {
     if (t->op == FT_OP_COPY && t->src[0] && ((t->flags ^ t->src[0]->flags) & FT_TF_NCHWC))
         part(d, n, "+", (t->flags & FT_TF_NCHWC) ? "reorder to NCHWc" : "reorder to NCHW");
     else if (t->flags & FT_TF_NCHWC)
-        part(d, n, "+", "NCHWc");
+        part(d, n, "+", ft_cpu_nchwc_conv_is_wino(t) ? "NCHWc+Winograd" : "NCHWc");
 }
 
 void ft_plan_step_detail(const ft_tensor *t, char *d, size_t n) { describe(t, d, n); }

@@ -405,6 +405,8 @@ typedef struct ft_graph_stats {
     size_t scratch_bytes;      /* kernel scratch (im2col...) a captured plan keeps for its replays */
     int residual_in_place;     /* CPU: blocked convolutions whose output took the buffer of their
                                   residual (its last use; the kernel accumulates into it) */
+    int winograd_convs;        /* CPU: blocked 3x3 convolutions run as Winograd F(2x2, 3x3), their
+                                  weights transformed at plan time (docs/cpu_backend.md) */
     /* one-time costs of this plan (milliseconds) */
     double trace_ms, passes_ms, plan_ms; /* plan_ms: memory plan, uploads, kernel resolution */
     double capture_ms, instantiate_ms;   /* CUDA Graph, per input shape (0 when not captured) */

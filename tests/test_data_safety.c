@@ -497,7 +497,7 @@ static void test_env_knobs(void) {
         "FT_SYNC_DEBUG=yes", "FT_SYNC_DEBUG=", "FT_NVTX=2", "FT_CPU_PACK_CACHE_MB=-1", "FT_CPU_PACK_CACHE_MB=1.5",
         "FT_CPU_PACK_CACHE_MB=1e12", "FT_DISABLE_FUSION=true", "FT_DISABLE_PASSES=fold,,qkv", "FT_DISABLE_PASSES=",
         "FT_DISABLE_PASSES=nope", "FT_DISABLE_CUDA_GRAPHS=on", "FT_GEMM_AUTOTUNE=2", "FT_DISABLE_PDL=-1",
-        "FT_ALLOW_TF32=1.0", "FT_FAST_GELU=01", "FT_ATTN_KERNEL=v3", "FT_ATTN_KERNEL=",
+        "FT_ALLOW_TF32=1.0", "FT_FAST_GELU=01", "FT_ATTN_KERNEL=v3", "FT_ATTN_KERNEL=", "FT_CPU_WINOGRAD=off",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char name[64];
@@ -509,7 +509,8 @@ static void test_env_knobs(void) {
     }
     /* good values still work */
     static const char *const good[] = {"FT_OP_HOST_COST_US=0.5", "FT_SYNC_DEBUG=0", "FT_DISABLE_PASSES=fold,qkv",
-                                       "FT_CPU_PACK_CACHE_MB=0", "FT_ATTN_KERNEL=v1", "FT_NVTX=0"};
+                                       "FT_CPU_PACK_CACHE_MB=0", "FT_ATTN_KERNEL=v1", "FT_NVTX=0",
+                                       "FT_CPU_WINOGRAD=0"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         const char *env[] = {good[i], NULL};
         run_opt o = {.env = env, .timeout_s = 60};

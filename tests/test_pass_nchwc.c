@@ -109,7 +109,7 @@ static void test_pass_off_same_outputs(void) {
 
 /* ResNet-50 (random weights, 64 x 64 images, batch 2): every convolution and the
  * max pool blocked, one reorder (last_hidden_state), the pooler read straight
- * from the blocked layout; graph == eager. */
+ * from the blocked layout, six 3x3s on Winograd; graph == eager. */
 static void test_resnet50_one_region(void) {
     float *out[2] = {NULL, NULL};
     int64_t n[2] = {0, 0};
@@ -141,6 +141,20 @@ static void test_resnet50_one_region(void) {
              * last one's output (last_hidden_state's source) included: 16 blocks */
             printf("  resnet-50: %d convolutions over their residual\n", gs.residual_in_place);
             CHECK(gs.residual_in_place == 16, "%d convolutions in place (16 residual blocks)", gs.residual_in_place);
+            /* Winograd takes the stride-1 3x3s of the 16 x 16 and 8 x 8 planes (2 x 64 and
+             * 2 x 16 tiles; stages 1 and 2: 3 + 3 blocks), not those of 4 x 4 and 2 x 2
+             * (8 and 2 tiles); graph == eager below holds with it */
+            printf("  resnet-50: %d Winograd convolutions\n", gs.winograd_convs);
+            CHECK(gs.winograd_convs == 6, "%d Winograd convolutions (stages 1 and 2: 6)", gs.winograd_convs);
+            char d[160] = "";
+            for (int i = 0; i < ft_model_plan_length(m); i++) {
+                ft_plan_step_info si;
+                if (ft_model_plan_step(m, i, &si) == FT_OK && strstr(si.detail, "Winograd")) {
+                    snprintf(d, sizeof d, "%s", si.detail);
+                    break;
+                }
+            }
+            CHECK(strstr(d, "NCHWc+Winograd") != NULL, "no plan step marked Winograd (first: '%s')", d);
         }
         free(owned);
         ft_model_free(m);

@@ -261,11 +261,11 @@ static void print_graph_stats(FILE *f, const char *prefix, const ft_model *m) {
             g.peak_live_bytes, g.sum_intermediate_bytes, g.const_bytes, g.shared_const_bytes,
             g.scratch_bytes);
     fprintf(f, "%spasses: dce %d, folded %d, qkv %d, epilogues %d, ln+residual %d, attention %d, "
-               "eltwise %d, nonorm %d, conv+bn %d, affine %d, nchwc %d (+%d reorders); plans cached %d "
-               "(hits %llu, misses %llu)\n",
+               "eltwise %d, nonorm %d, conv+bn %d, affine %d, nchwc %d (+%d reorders, %d Winograd); "
+               "plans cached %d (hits %llu, misses %llu)\n",
             prefix, g.dce_removed, g.folded, g.qkv_merged, g.epilogues, g.ln_residual,
             g.attention_fused, g.eltwise_fused, g.nonorm_folded, g.conv_bn_folded, g.affine_folded,
-            g.nchwc_nodes, g.nchwc_reorders,
+            g.nchwc_nodes, g.nchwc_reorders, g.winograd_convs,
             g.plans_cached,
             (unsigned long long)g.plan_hits, (unsigned long long)g.plan_misses);
 }

@@ -86,7 +86,7 @@ static const cli_option cli_options[] = {
     {"--csv", "FILE.csv", "sweep", "write one row per (mode, batch) point, flushed as each finishes"},
     {"--resume", NULL, "sweep", "keep the points already in --csv measured by this commit and device"},
     {"--json", "FILE.json", "bench sweep", "write a machine-readable summary (statistics, config, provenance)"},
-    {"--threads", "N", "run bench sweep", "OpenMP threads of the CPU device (default: OpenMP's, see the header)"},
+    {"--threads", "N", "run bench sweep plan", "OpenMP threads of the CPU device (default: OpenMP's, see the header)"},
     {"--op-cost-us", "N", "run bench", "emulate a slower framework: N us of host work per eager op (default 0)"},
     {"--op-cost-us", "LIST", "sweep",
      "emulated host cost per eager op, us; a list is one more axis of points (default none)"},

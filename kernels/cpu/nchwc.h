@@ -99,6 +99,9 @@ bool ft_cpu_nchwc_conv_ok(const ft_tensor *conv);
  * could not (then the kernel packs per call). */
 bool ft_cpu_nchwc_conv_prepack(ft_tensor *node);
 void ft_cpu_nchwc_w_free(ft_cpu_nchwc_w *w);
+/* Whether node's plan-time weights are Winograd's (ftengine plan marks the step,
+ * ft_graph_stats.winograd_convs counts them). */
+bool ft_cpu_nchwc_conv_is_wino(const ft_tensor *node);
 
 /* conv2d whose output is NCHWc (dst flagged); the input may be either layout,
  * the residual (src[3]) has the output's. */

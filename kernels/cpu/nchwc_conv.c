@@ -386,6 +386,11 @@ bool ft_cpu_nchwc_conv_prepack(ft_tensor *node) {
     return true;
 }
 
+bool ft_cpu_nchwc_conv_is_wino(const ft_tensor *node) {
+    const ft_cpu_nchwc_w *w = node && node->op == FT_OP_CONV2D && (node->flags & FT_TF_NCHWC) ? node->extra : NULL;
+    return w && w->magic == FT_CPU_NCHWC_W_MAGIC && w->mode == DC_WINO;
+}
+
 void ft_cpu_nchwc_w_free(ft_cpu_nchwc_w *w) {
     if (!w || w->magic != FT_CPU_NCHWC_W_MAGIC) return;
     w->magic = 0;
