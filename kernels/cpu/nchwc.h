@@ -110,6 +110,11 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst);
 int ft_cpu_nchwc_maxpool2d(ft_ctx *ctx, ft_tensor *dst);
 /* global_avgpool of an NCHWc input; the output [N, C, 1, 1] is the same in both layouts. */
 int ft_cpu_nchwc_global_avgpool(ft_ctx *ctx, ft_tensor *dst);
+/* The direct convolution's staging of an NCHW input: blocks of 16 channels
+ * [N][ceil(C/16)][HW][bw] (bw = 16, or C % 16 in a last partial block, each
+ * block a whole 16-wide plane apart), or zero-padded HWC [N][H+2p][W+2p][C]. */
+void ft_cpu_nchwc_stage_blocks(const float *x, float *out, int64_t n, int64_t c, int64_t hw);
+void ft_cpu_nchwc_stage_hwc(const float *x, float *out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t pad);
 /* f32 [N, C, H, W] between layouts: to_blocked NCHW -> NCHWc, else back. */
 void ft_cpu_nchwc_reorder(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, bool to_blocked);
 

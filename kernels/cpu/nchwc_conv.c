@@ -621,43 +621,6 @@ static void dw_task(const dc_run *r, int64_t n, int64_t cb, int64_t t0, int64_t 
     }
 }
 
-/* x NCHW [N, C, HW] -> blocks of 16 channels [N][ceil(C/16)][HW][bw] (bw = the
- * block's width: 16, or C % 16 in a last partial block). */
-static void block_input(const float *x, float *out, int64_t n, int64_t c, int64_t hw) {
-    const int64_t cib = (c + C16 - 1) / C16;
-#pragma omp parallel for num_threads(ft_cpu_threads()) if (n * c * hw >= FT_CPU_PAR_MIN && !omp_in_parallel())
-    for (int64_t nb = 0; nb < n * cib; nb++) {
-        const int64_t b = nb % cib, i = nb / cib, bw = c - b * C16 < C16 ? c - b * C16 : C16;
-        const float *xs = x + (i * c + b * C16) * hw;
-        float *o = out + nb * hw * C16;
-        for (int64_t p = 0; p < hw; p++)
-            for (int64_t q = 0; q < bw; q++) o[p * bw + q] = xs[q * hw + p];
-    }
-}
-
-/* x NCHW [N, C, H, W] -> zero-padded HWC [N][H+2p][W+2p][C]. */
-static void hwc_input(const float *x, float *out, const dc_geom *g) {
-    const int64_t hp = g->h + 2 * g->pad, wp = g->w + 2 * g->pad, c = g->cin;
-#pragma omp parallel for num_threads(ft_cpu_threads()) if (g->n * c * hp * wp >= FT_CPU_PAR_MIN && !omp_in_parallel())
-    for (int64_t row = 0; row < g->n * hp; row++) {
-        const int64_t i = row / hp, iy = row % hp - g->pad;
-        float *o = out + row * wp * c;
-        if (iy < 0 || iy >= g->h) {
-            memset(o, 0, (size_t)(wp * c) * sizeof(float));
-            continue;
-        }
-        /* the borders zero, the interior one channel at a time (a strided store of
-         * a contiguous row: no bounds check per element) */
-        memset(o, 0, (size_t)(g->pad * c) * sizeof(float));
-        memset(o + (g->pad + g->w) * c, 0, (size_t)(g->pad * c) * sizeof(float));
-        for (int64_t ch = 0; ch < c; ch++) {
-            const float *xr = x + ((i * c + ch) * g->h + iy) * g->w;
-            float *oc = o + g->pad * c + ch;
-            for (int64_t ix = 0; ix < g->w; ix++) oc[ix * c] = xr[ix];
-        }
-    }
-}
-
 /* How a product of groups x tiles is cut into tasks for nt threads: per image,
  * rc ranges of channel groups times rt ranges of tiles. Each tile range reads
  * all the weights of its groups, each group range all the input pixels of its
@@ -743,8 +706,8 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
                                        : g->n * r.cib * g->h * g->w * C16;
         float *xs = ft_cpu_buf_get(&xbuf, ft_cpu_scratch_cur(), FT_SCR_STAGE, (size_t)(nx > 0 ? nx : 1) * sizeof(float));
         if (!xs) goto oom;
-        if (r.mode == DC_ROWS) hwc_input(x->data, xs, g);
-        else block_input(x->data, xs, g->n, g->cin, g->h * g->w);
+        if (r.mode == DC_ROWS) ft_cpu_nchwc_stage_hwc(x->data, xs, g->n, g->cin, g->h, g->w, g->pad);
+        else ft_cpu_nchwc_stage_blocks(x->data, xs, g->n, g->cin, g->h * g->w);
         r.x = xs;
     }
     /* the weights a tile loop reads in half of L2: all groups over every input

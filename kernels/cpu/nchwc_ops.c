@@ -1,8 +1,9 @@
 /*
  * nchwc_ops.c - the blocked-channel layout's other kernels (kernels/cpu/nchwc.h):
  * max pooling and global average pooling, vectorised across the 16 channels of
- * a block, and the reorders between NCHW and NCHWc that the layout pass puts at
- * the edges of a blocked region.
+ * a block, the reorders between NCHW and NCHWc that the layout pass puts at
+ * the edges of a blocked region, and the direct convolution's staging of an
+ * NCHW input.
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
@@ -116,4 +117,41 @@ void ft_cpu_nchwc_reorder(const float *src, float *dst, int64_t n, int64_t c, in
     const int64_t blocks = n * (c / C16);
 #pragma omp parallel for num_threads(ft_cpu_threads()) schedule(static) if (blocks * hw * C16 >= FT_CPU_PAR_MIN && blocks > 1 && !omp_in_parallel())
     for (int64_t b = 0; b < blocks; b++) reorder_block(src + b * hw * C16, dst + b * hw * C16, hw, to_blocked);
+}
+
+/* x NCHW [N, C, HW] -> blocks of 16 channels [N][ceil(C/16)][HW][bw] (bw = the
+ * block's width: 16, or C % 16 in a last partial block). */
+void ft_cpu_nchwc_stage_blocks(const float *x, float *out, int64_t n, int64_t c, int64_t hw) {
+    const int64_t cib = (c + C16 - 1) / C16;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (n * c * hw >= FT_CPU_PAR_MIN && !omp_in_parallel())
+    for (int64_t nb = 0; nb < n * cib; nb++) {
+        const int64_t b = nb % cib, i = nb / cib, bw = c - b * C16 < C16 ? c - b * C16 : C16;
+        const float *xs = x + (i * c + b * C16) * hw;
+        float *o = out + nb * hw * C16;
+        for (int64_t p = 0; p < hw; p++)
+            for (int64_t q = 0; q < bw; q++) o[p * bw + q] = xs[q * hw + p];
+    }
+}
+
+/* x NCHW [N, C, H, W] -> zero-padded HWC [N][H+2p][W+2p][C]. */
+void ft_cpu_nchwc_stage_hwc(const float *x, float *out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t pad) {
+    const int64_t hp = h + 2 * pad, wp = w + 2 * pad;
+#pragma omp parallel for num_threads(ft_cpu_threads()) if (n * c * hp * wp >= FT_CPU_PAR_MIN && !omp_in_parallel())
+    for (int64_t row = 0; row < n * hp; row++) {
+        const int64_t i = row / hp, iy = row % hp - pad;
+        float *o = out + row * wp * c;
+        if (iy < 0 || iy >= h) {
+            memset(o, 0, (size_t)(wp * c) * sizeof(float));
+            continue;
+        }
+        /* the borders zero, the interior one channel at a time (a strided store of
+         * a contiguous row: no bounds check per element) */
+        memset(o, 0, (size_t)(pad * c) * sizeof(float));
+        memset(o + (pad + w) * c, 0, (size_t)(pad * c) * sizeof(float));
+        for (int64_t ch = 0; ch < c; ch++) {
+            const float *xr = x + ((i * c + ch) * h + iy) * w;
+            float *oc = o + pad * c + ch;
+            for (int64_t ix = 0; ix < w; ix++) oc[ix * c] = xr[ix];
+        }
+    }
 }
