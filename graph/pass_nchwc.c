@@ -4,10 +4,11 @@
  *
  * A node is made blocked (FT_TF_NCHWC) when a kernel of that layout runs it:
  * a convolution the direct kernel takes (f32, groups 1 or depthwise, Cout a
- * multiple of 16; its input may be either layout, a depthwise one's must be
- * blocked), or a max pool of a blocked input. A blocked tensor is then read
- * only by consumers that take it as it is: a blocked convolution (input or
- * residual), a blocked max pool, a global average pool (its [N, C, 1, 1]
+ * multiple of 16; its input may be either layout, a depthwise one's, also a
+ * dwconv2d node with TF-SAME per-side padding, must be blocked), a max pool
+ * or a squeeze-excitation gate of a blocked input. A blocked tensor is then
+ * read only by consumers that take it as it is: a blocked convolution (input
+ * or residual), a blocked max pool or SE gate, a global average pool (its [N, C, 1, 1]
  * output is the same in both layouts, so the pooler output needs no
  * conversion). Every other reader gets the NCHW copy of a reorder node (a
  * COPY whose output is not flagged, one per tensor, right after it), and so
@@ -32,12 +33,15 @@ static bool is_blocked(const ft_tensor *t) { return t && (t->flags & FT_TF_NCHWC
 /* Whether node n can be blocked given its sources' current layouts. */
 static bool can_block(const ft_tensor *n) {
     if (n->flags & FT_GF_DEAD) return false;
-    if (n->op == FT_OP_CONV2D) {
+    if (n->op == FT_OP_CONV2D || n->op == FT_OP_DWCONV2D) {
         if (!ft_cpu_nchwc_conv_ok(n)) return false;
         const ft_params_conv *p = FT_PARAMS(n, ft_params_conv);
         /* the depthwise kernel reads a blocked input only */
         return p->groups == 1 || is_blocked(n->src[0]);
     }
+    /* squeeze-excitation: x blocked in, the gated x blocked out (f32) */
+    if (n->op == FT_OP_SE_GATE)
+        return n->dtype == FT_DTYPE_F32 && n->ndim == 4 && is_blocked(n->src[0]) && n->src[0]->dtype == FT_DTYPE_F32;
     if (n->op == FT_OP_MAXPOOL2D)
         return n->dtype == FT_DTYPE_F32 && n->ndim == 4 && is_blocked(n->src[0]) && n->src[0]->dtype == FT_DTYPE_F32;
     return false;
@@ -45,7 +49,8 @@ static bool can_block(const ft_tensor *n) {
 
 /* Whether consumer c reads its source slot s as a blocked tensor. */
 static bool takes_blocked(const ft_tensor *c, int s) {
-    if (is_blocked(c) && c->op == FT_OP_CONV2D) return s == 0 || s == 3;
+    if (is_blocked(c) && (c->op == FT_OP_CONV2D || c->op == FT_OP_DWCONV2D)) return s == 0 || s == 3;
+    if (is_blocked(c) && c->op == FT_OP_SE_GATE) return s == 0;
     if (is_blocked(c) && c->op == FT_OP_MAXPOOL2D) return s == 0;
     return c->op == FT_OP_GLOBAL_AVGPOOL && s == 0 && c->dtype == FT_DTYPE_F32 && c->ndim == 4;
 }
@@ -92,7 +97,7 @@ int ft_pass_nchwc(ft_graph *g) {
     }
     free(pinned);
     /* A blocked node pays off only inside a region: one with a reader that needs
-     * NCHW (a depthwise op of its own, an SE gate, a norm) would pay a reorder per
+     * NCHW (a depthwise convolution it cannot block, a norm) would pay a reorder per
      * forward for one convolution (MobileNetV2 and EfficientNet ran 10-25%
      * slower that way). So a node stays blocked only while every reader takes
      * it blocked (a model output costs its one reorder at the edge), and a node
@@ -102,9 +107,10 @@ int ft_pass_nchwc(ft_graph *g) {
         for (int i = 0; i < g->n_nodes; i++) {
             ft_tensor *t = g->nodes[i];
             if (!is_blocked(t)) continue;
-            bool keep = t->op != FT_OP_MAXPOOL2D || is_blocked(t->src[0]);
-            if (keep && t->op == FT_OP_CONV2D && FT_PARAMS(t, ft_params_conv)->groups != 1)
-                keep = is_blocked(t->src[0]);
+            /* the pool, the depthwise kernel and the SE gate read a blocked input only */
+            const bool in_blocked = t->op == FT_OP_MAXPOOL2D || t->op == FT_OP_DWCONV2D || t->op == FT_OP_SE_GATE ||
+                                    (t->op == FT_OP_CONV2D && FT_PARAMS(t, ft_params_conv)->groups != 1);
+            bool keep = !in_blocked || is_blocked(t->src[0]);
             for (int k = i + 1; k < g->n_nodes && keep; k++) {
                 const ft_tensor *c = g->nodes[k];
                 if (c->flags & FT_GF_DEAD) continue;

@@ -7,7 +7,9 @@
  * plane sizes off the 6-pixel tiles, batch 1 and 2, bias, a residual, ReLU or
  * GELU, weights packed per call and at plan time, the output over its
  * residual as a plan may place it, weights past half of L2 in chunks, 1 and 2
- * threads; ReLU on NaN and infinities), its Winograd form and when it is chosen, the
+ * threads; ReLU on NaN and infinities), its Winograd form and when it is chosen,
+ * dwconv2d nodes with per-side padding and the SE gate on the blocked layout
+ * (against their NCHW kernels), the
  * depthwise convolution, max pooling (a NaN wins), global average pooling and
  * the reorders of the copy kernel. Rerun under the AVX2 micro-kernel.
  */
@@ -265,6 +267,111 @@ static void test_nchwc_winograd_choice(void) {
     CHECK(packed_mode(&yes, 1) == FT_CPU_NCHWC_MODE_WINO, "FT_CPU_WINOGRAD unset again: not Winograd");
 }
 
+/* Runs dst's CPU kernel on the blocked layout: its x (src[0]) reordered to NCHWc,
+ * dst flagged; returns the NCHW result in got (the node left as it was). */
+static int run_blocked(ft_tensor *dst, int (*kern)(ft_ctx *, ft_tensor *), float *got, const float *x_nchw) {
+    ft_tensor *x = dst->src[0];
+    const int64_t n = x->ne[0], c = x->ne[1], hw = x->ne[2] * x->ne[3], ny = ft_tensor_numel(dst);
+    to_blocked(x_nchw, x->data, n, c, hw);
+    x->flags |= FT_TF_NCHWC;
+    dst->flags |= FT_TF_NCHWC;
+    int st = kern(ctx, dst);
+    from_blocked(dst->data, got, dst->ne[0], dst->ne[1], dst->ne[2] * dst->ne[3]);
+    memcpy(x->data, x_nchw, (size_t)(n * c * hw) * sizeof(float));
+    x->flags &= ~FT_TF_NCHWC;
+    dst->flags &= ~FT_TF_NCHWC;
+    (void)ny;
+    return st;
+}
+
+/* Largest |a - b| / (1 + |b|) over n values. */
+static double max_rel(const float *a, const float *b, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+        if (!(d <= m)) m = d; /* NaN wins */
+    }
+    return m;
+}
+
+/* dwconv2d nodes (the op depthwise convolutions dispatch to, EfficientNet's with
+ * TF-SAME per-side padding) on the blocked depthwise kernel against the NCHW
+ * kernel: odd planes, strides 1 and 2, 3x3 and 5x5, padding only at the bottom
+ * and right, SiLU and ReLU, per-call and plan-packed weights, 1 and 2 threads. */
+static void test_nchwc_dwconv_asym(void) {
+    static const struct { int64_t b, c, h, w, k; int s, pt, pb, pl, pr, act; } cases[] = {
+        {1, 32, 13, 11, 3, 2, 0, 1, 0, 1, FT_ACT_SILU}, {2, 16, 9, 10, 5, 2, 1, 2, 2, 1, FT_ACT_RELU},
+        {1, 48, 7, 7, 5, 1, 2, 2, 2, 2, FT_ACT_SILU},   {1, 16, 6, 8, 3, 1, 1, 1, 0, 2, FT_ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const __typeof__(cases[0]) *c = &cases[i];
+        int64_t xs[4] = {c->b, c->c, c->h, c->w}, ws[4] = {c->c, 1, c->k, c->k}, bs[1] = {c->c};
+        float *x = rvals(c->b * c->c * c->h * c->w, FT_DTYPE_F32), *w = rvals(c->c * c->k * c->k, FT_DTYPE_F32);
+        float *bias = rvals(c->c, FT_DTYPE_F32);
+        ft_tensor *src[3] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x),
+                             ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, ws, w),
+                             ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, bs, bias)};
+        ft_params_conv p = {.stride = c->s, .groups = (int32_t)c->c, .act = c->act, .act_in = FT_ACT_NONE,
+                            .asym = 1, .pad_t = c->pt, .pad_b = c->pb, .pad_l = c->pl, .pad_r = c->pr};
+        ft_tensor *y = ft_dispatch(ctx, FT_OP_DWCONV2D, src, 3, &p, sizeof p); /* eager: the NCHW kernel */
+        CHECK(y && ft_cpu_nchwc_conv_ok(y), "case %zu: not a blocked-kernel node (%s)", i, ft_ctx_errmsg(ctx));
+        if (y) {
+            const int64_t ny = ft_tensor_numel(y);
+            float *ref = malloc((size_t)ny * sizeof(float)), *got = malloc((size_t)ny * sizeof(float));
+            memcpy(ref, y->data, (size_t)ny * sizeof(float));
+            for (int pass = 0; pass < 2; pass++) {
+                ctx->cpu_threads = 1 + pass;
+                if (pass == 1) CHECK(ft_cpu_nchwc_conv_prepack(y), "case %zu: not prepacked", i);
+                CHECK(run_blocked(y, ft_cpu_dwconv2d, got, x) == FT_OK, "case %zu: %s", i, ft_ctx_errmsg(ctx));
+                double e = max_rel(got, ref, ny);
+                CHECK(e <= 1e-5, "case %zu (%s): blocked vs NCHW depthwise %.3g", i, pass ? "prepacked" : "per call", e);
+                if (pass == 1) ft_cpu_unpack(y);
+            }
+            ctx->cpu_threads = 0;
+            free(ref);
+            free(got);
+        }
+        free(x);
+        free(w);
+        free(bias);
+        ft_ctx_reset(ctx);
+    }
+}
+
+/* The squeeze-excitation gate on blocked x against its NCHW kernel. */
+static void test_nchwc_se_gate(void) {
+    const int64_t b = 2, c = 48, h = 5, w = 7, r = 12;
+    int64_t xs[4] = {b, c, h, w}, w1s[2] = {r, c}, b1s[1] = {r}, w2s[2] = {c, r}, b2s[1] = {c};
+    float *x = rvals(b * c * h * w, FT_DTYPE_F32), *w1 = rvals(r * c, FT_DTYPE_F32), *b1 = rvals(r, FT_DTYPE_F32);
+    float *w2 = rvals(c * r, FT_DTYPE_F32), *b2 = rvals(c, FT_DTYPE_F32);
+    ft_tensor *src[5] = {ft_tensor_from_host(ctx, FT_DTYPE_F32, 4, xs, x), ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, w1s, w1),
+                         ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, b1s, b1), ft_tensor_from_host(ctx, FT_DTYPE_F32, 2, w2s, w2),
+                         ft_tensor_from_host(ctx, FT_DTYPE_F32, 1, b2s, b2)};
+    ft_params_se p = {FT_ACT_SILU};
+    ft_tensor *y = ft_dispatch(ctx, FT_OP_SE_GATE, src, 5, &p, sizeof p);
+    CHECK(y != NULL, "se_gate: %s", ft_ctx_errmsg(ctx));
+    if (y) {
+        const int64_t ny = ft_tensor_numel(y);
+        float *ref = malloc((size_t)ny * sizeof(float)), *got = malloc((size_t)ny * sizeof(float));
+        memcpy(ref, y->data, (size_t)ny * sizeof(float));
+        for (int th = 1; th <= 2; th++) {
+            ctx->cpu_threads = th;
+            CHECK(run_blocked(y, ft_cpu_se_gate, got, x) == FT_OK, "se_gate blocked: %s", ft_ctx_errmsg(ctx));
+            double e = max_rel(got, ref, ny);
+            CHECK(e <= 1e-6, "se_gate, %d threads: blocked vs NCHW %.3g", th, e);
+        }
+        ctx->cpu_threads = 0;
+        free(ref);
+        free(got);
+    }
+    free(x);
+    free(w1);
+    free(b1);
+    free(w2);
+    free(b2);
+    ft_ctx_reset(ctx);
+}
+
 /* The copy kernel's reorders, both ways, against the test's own. */
 static void test_nchwc_reorder(void) {
     int64_t s[4] = {2, 48, 5, 7}, n = 2 * 48 * 35;
@@ -415,6 +522,8 @@ int main(int argc, char **argv) {
     }
     RUN(test_nchwc_conv);
     RUN(test_nchwc_winograd_choice);
+    RUN(test_nchwc_dwconv_asym);
+    RUN(test_nchwc_se_gate);
     RUN(test_nchwc_relu_special);
     RUN(test_nchwc_reorder);
     RUN(test_nchwc_pools);

@@ -172,9 +172,64 @@ static void test_resnet50_one_region(void) {
     free(out[1]);
 }
 
+/* MobileNetV2 and EfficientNet-B0 (random weights, 64 x 64, batch 2): the depthwise
+ * convolutions (EfficientNet's with TF-SAME per-side padding at stride 2) and the
+ * squeeze-excitation gates blocked with the convolutions around them, one reorder
+ * (last_hidden_state); graph == eager. */
+static void test_mobile_nets_blocked(void) {
+    static const struct {
+        const char *preset;
+        int blocked;
+    } nets[] = {{"mobilenet_v2_1.0_224", 43}, {"efficientnet-b0", 45}};
+    for (size_t k = 0; k < sizeof nets / sizeof nets[0]; k++) {
+        float *out[2] = {NULL, NULL};
+        int64_t n[2] = {0, 0};
+        for (int mode = 0; mode < 2; mode++) {
+            ft_ctx *ctx = cpu_ctx(2);
+            ft_model_options o = ft_model_options_default();
+            o.mode = mode ? FT_MODE_GRAPH : FT_MODE_EAGER;
+            ft_model *m = NULL;
+            ft_host_tensor in[8];
+            int n_in = 0;
+            void *owned = NULL;
+            CHECK_OK(ctx, ft_model_load(ctx, nets[k].preset, &o, &m));
+            if (m) CHECK_OK(ctx, ft_model_example_inputs(m, 2, 64, in, &n_in, &owned));
+            if (m && owned) CHECK_OK(ctx, ft_model_forward(m, in, n_in));
+            const ft_tensor *t = m ? ft_model_output_find(m, "last_hidden_state") : NULL;
+            n[mode] = t ? ft_tensor_numel(t) : 0;
+            out[mode] = malloc((size_t)(n[mode] > 0 ? n[mode] : 1) * sizeof(float));
+            CHECK(t && ft_tensor_to_host(ctx, t, FT_DTYPE_F32, out[mode], (size_t)n[mode] * sizeof(float)) == FT_OK,
+                  "%s output", nets[k].preset);
+            if (mode && m) {
+                ft_graph_stats gs;
+                CHECK_OK(ctx, ft_model_graph_stats(m, &gs));
+                printf("  %s: %d kernels, %d blocked, %d reorders\n", nets[k].preset, gs.kernels_per_forward,
+                       gs.nchwc_nodes, gs.nchwc_reorders);
+                CHECK(gs.nchwc_nodes == nets[k].blocked, "%s: %d blocked nodes, %d expected", nets[k].preset,
+                      gs.nchwc_nodes, nets[k].blocked);
+                CHECK(gs.nchwc_reorders == 1, "%s: %d reorders", nets[k].preset, gs.nchwc_reorders);
+            }
+            free(owned);
+            ft_model_free(m);
+            ft_ctx_free(ctx);
+        }
+        double e2 = 0, r2 = 0;
+        for (int64_t i = 0; n[0] == n[1] && i < n[0]; i++) {
+            double d = (double)out[1][i] - out[0][i];
+            e2 += d * d;
+            r2 += (double)out[0][i] * out[0][i];
+        }
+        CHECK(n[0] > 0 && n[0] == n[1] && r2 > 0 && sqrt(e2 / r2) <= 1e-5, "%s graph vs eager: rel L2 %.3g",
+              nets[k].preset, r2 > 0 ? sqrt(e2 / r2) : -1.0);
+        free(out[0]);
+        free(out[1]);
+    }
+}
+
 int main(void) {
     RUN(test_golden_every_mode);
     RUN(test_pass_off_same_outputs);
     RUN(test_resnet50_one_region);
+    RUN(test_mobile_nets_blocked);
     return ft_test_finish();
 }

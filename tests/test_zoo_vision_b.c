@@ -127,8 +127,8 @@ static void test_passes_fired_cpu(void) {
         CHECK(p.add == 0 && p.conv_residual == 11, "mnv2: %d adds left, %d residuals in convolutions", p.add,
               p.conv_residual);
         /* eager: stem 8 (conv, BN, ReLU6 twice, conv, BN), 8 per layer + 11 adds, head 3, pool;
-         * graph: the blocked layout (graph/pass_nchwc.c) only for the last projection and
-         * the head conv, which no depthwise op reads: one reorder, for the model output */
+         * graph: at the golden case's channel counts the blocked layout (graph/pass_nchwc.c)
+         * takes only the last projection and the head conv: one reorder, for the model output */
         CHECK(p.steps == 3 + 3 * 16 + 2 + 1 && p.traced == 8 + 8 * 16 + 11 + 4, "mnv2 kernels: graph %d, eager %d",
               p.steps, p.traced);
     }

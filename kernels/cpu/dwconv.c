@@ -25,6 +25,7 @@
  */
 #include "cpu_kernels.h"
 #include "dwconv.h"
+#include "nchwc.h"
 #include "gemm.h"
 #include "vmath.h"
 #include "vrow.h"
@@ -264,6 +265,8 @@ void ft_cpu_dw_plane(const ft_cpu_dw_geom *g, const ft_cpu_dw_io *io, float *buf
 }
 
 FT_CPU_KERNEL_DEF(dwconv2d) {
+    /* a graph plan's blocked-channel node: the NCHWc depthwise kernel (nchwc_conv.c) */
+    if (dst->flags & FT_TF_NCHWC) return ft_cpu_nchwc_conv2d(ctx, dst);
     const ft_tensor *x = dst->src[0], *wt = dst->src[1], *bias = dst->src[2], *res = dst->src[3],
                     *bin = dst->src[5];
     const ft_params_conv *p = FT_PARAMS(dst, ft_params_conv);

@@ -80,6 +80,14 @@ int ft_cpu_prepack(ft_ctx *ctx, ft_tensor *n) {
     if (n->device != FT_DEVICE_CPU || n->extra || !w || !w->data || !(w->flags & FT_TF_WEIGHT) ||
         !ft_dtype_is_float(w->dtype))
         return FT_OK;
+    if (n->op == FT_OP_DWCONV2D) { /* only the blocked kernel packs its depthwise weights */
+        ft_cpu_set_threads(ctx->cpu_threads);
+        if ((n->flags & FT_TF_NCHWC) && ft_cpu_nchwc_conv_prepack(n)) {
+#pragma omp atomic
+            prepacks_made++;
+        }
+        return FT_OK;
+    }
     if (n->op == FT_OP_CONV1D || n->op == FT_OP_CONV2D) {
         ft_cpu_set_threads(ctx->cpu_threads);
         bool done = (n->flags & FT_TF_NCHWC) ? ft_cpu_nchwc_conv_prepack(n) : ft_cpu_conv_prepack(ctx, n);
@@ -137,7 +145,8 @@ int ft_cpu_prepack_shared(ft_ctx *ctx, ft_tensor *n, ft_tensor *const *done, int
 
 void ft_cpu_unpack(ft_tensor *n) {
     if (!n || n->device != FT_DEVICE_CPU || !n->extra) return;
-    if (n->op != FT_OP_LINEAR && n->op != FT_OP_LINEAR_GROUPED && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D)
+    if (n->op != FT_OP_LINEAR && n->op != FT_OP_LINEAR_GROUPED && n->op != FT_OP_CONV1D && n->op != FT_OP_CONV2D &&
+        n->op != FT_OP_DWCONV2D)
         return;
     /* a blocked-channel convolution's weight (ft_cpu_nchwc_w) or SGEMM panels */
     if (*(const uint32_t *)n->extra == FT_CPU_NCHWC_W_MAGIC) ft_cpu_nchwc_w_free((ft_cpu_nchwc_w *)n->extra);

@@ -5,6 +5,7 @@
  */
 #include "cpu_common.h"
 #include "cpu_kernels.h"
+#include "nchwc.h"
 #include "gemm.h"
 #include "vrow.h"
 
@@ -87,7 +88,8 @@ FT_CPU_KERNEL_DEF(channel_norm) {
 }
 
 /*
- * y = x * sigmoid(w2 act(w1 mean_P(x) + b1) + b2), x [B, C, P]: the channel means
+ * y = x * sigmoid(w2 act(w1 mean_P(x) + b1) + b2), x [B, C, P] (or blocked, NCHWc,
+ * in a CPU plan: the same passes over 16 channels at a time): the channel means
  * (f32 sums of chunks added in double, parallel over planes), the two small
  * matrix-vector products on one thread (at most a few hundred thousand
  * multiply-adds), the scaling pass parallel over planes again, all in one
@@ -103,6 +105,12 @@ FT_CPU_KERNEL_DEF(se_gate) {
     if (n == 0) return FT_OK;
     const int64_t pos = n / (batch * c), planes = batch * c;
     const ft_dtype dt = x->dtype;
+    /* a graph plan's blocked-channel node (graph/pass_nchwc.c): x and y are
+     * [B][C/16][P][16] f32, a channel's values 16 floats apart */
+    const bool blk = (dst->flags & FT_TF_NCHWC) != 0;
+    if (blk && (dt != FT_DTYPE_F32 || dst->dtype != FT_DTYPE_F32 || !(x->flags & FT_TF_NCHWC) || c % FT_NCHWC))
+        return ft_set_error(ctx, FT_ERR_INTERNAL, "se_gate: a blocked-channel (NCHWc) node of an unsupported "
+                                                  "tensor (%s)", dst->name);
     ft_cpu_f32 f1 = {0}, fb1 = {0}, f2 = {0}, fb2 = {0};
     ft_cpu_buf gb = {0};
     float *gate = NULL; /* [B, C] means, then gates */
@@ -116,6 +124,23 @@ FT_CPU_KERNEL_DEF(se_gate) {
 #pragma omp parallel num_threads(ft_cpu_threads()) if (n >= FT_CPU_PAR_MIN)
     {
         float row[FT_CPU_CHUNK];
+        if (blk) {
+#pragma omp for schedule(static)
+            for (int64_t cb = 0; cb < planes / FT_NCHWC; cb++) {
+                /* 16 channels side by side: f32 sums of chunks of pixels, added in double */
+                const float *src = (const float *)x->data + cb * pos * FT_NCHWC;
+                double s16[FT_NCHWC] = {0};
+                for (int64_t k0 = 0; k0 < pos; k0 += FT_CPU_CHUNK) {
+                    const int64_t len = pos - k0 < FT_CPU_CHUNK ? pos - k0 : FT_CPU_CHUNK;
+                    float cs[FT_NCHWC] = {0};
+                    for (int64_t j = k0; j < k0 + len; j++)
+#pragma omp simd
+                        for (int k = 0; k < FT_NCHWC; k++) cs[k] += src[j * FT_NCHWC + k];
+                    for (int k = 0; k < FT_NCHWC; k++) s16[k] += cs[k];
+                }
+                for (int k = 0; k < FT_NCHWC; k++) gate[cb * FT_NCHWC + k] = (float)(s16[k] / (double)pos);
+            }
+        } else
 #pragma omp for schedule(static)
         for (int64_t pl = 0; pl < planes; pl++) {
             double s = 0.0; /* f32 sums of chunks, added in double */
@@ -146,6 +171,16 @@ FT_CPU_KERNEL_DEF(se_gate) {
                 gt[ci] = 1.0f / (1.0f + expf(-(float)a));
             }
         }
+        if (blk) {
+#pragma omp for schedule(static)
+            for (int64_t cb = 0; cb < planes / FT_NCHWC; cb++) {
+                const float *src = (const float *)x->data + cb * pos * FT_NCHWC, *gv = gate + cb * FT_NCHWC;
+                float *y = (float *)dst->data + cb * pos * FT_NCHWC;
+                for (int64_t j = 0; j < pos; j++)
+#pragma omp simd
+                    for (int k = 0; k < FT_NCHWC; k++) y[j * FT_NCHWC + k] = src[j * FT_NCHWC + k] * gv[k];
+            }
+        } else
 #pragma omp for schedule(static)
         for (int64_t pl = 0; pl < planes; pl++) {
             const float gv = gate[pl];
