@@ -5,7 +5,8 @@
  * dilation, odd sizes, batch 3, the graph's epilogue and input prologue, views,
  * the multi-threaded plane split), dense convolutions with per-side padding,
  * TensorFlow's "SAME" padding arithmetic, the channels-first LayerNorm and the
- * squeeze-excitation gate, in f32, f16 and bf16; and their argument errors.
+ * squeeze-excitation gate, in f32, f16 and bf16; and their argument errors. Also the
+ * NCHW -> NHWC copy ConvNeXt makes of each block (the copy kernel's tiled transpose).
  */
 #include "ft_ops_ref.h"
 
@@ -314,6 +315,19 @@ static void test_se_gate(void) {
     end_test();
 }
 
+/* NCHW -> NHWC as ConvNeXt permutes (the copy kernel's tiled transpose): tiles off
+ * 16 on both sides, a batch of 2, and a slice of it (an offset, a strided row) */
+static void test_permute_copy(void) {
+    for (int k = 0; k < 3; k++) {
+        ft_dtype dt = float_dtypes[k];
+        int64_t ne4[4] = {2, 19, 5, 7};
+        hv p4 = hv_transpose(hv_transpose(mk(dt, 4, ne4, -3, 3), 1, 2), 2, 3); /* [2, 5, 7, 19] */
+        expect("contiguous(permute 0,2,3,1)", ft_contiguous(ctx, p4.t), 4, p4.ne, dense(p4), dt);
+        hv q4 = hv_slice(p4, 1, 1, 4); /* [2, 3, 7, 19] */
+        expect("contiguous(slice of the permute)", ft_contiguous(ctx, q4.t), 4, q4.ne, dense(q4), dt);
+    }
+}
+
 int main(void) {
     (void)bidx, (void)hv_expand; /* ft_ops_ref.h helpers this file has no use for */
     CHECK_OK(ctx, ft_ctx_create(FT_DEVICE_CPU, &ctx));
@@ -323,6 +337,7 @@ int main(void) {
     RUN(test_conv2d_asym);
     RUN(test_channel_norm);
     RUN(test_se_gate);
+    RUN(test_permute_copy);
     ft_ctx_free(ctx);
     return ft_test_finish();
 }
