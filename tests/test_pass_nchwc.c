@@ -107,10 +107,11 @@ static void test_pass_off_same_outputs(void) {
     free(b);
 }
 
-/* ResNet-50 (random weights, 64 x 64 images, batch 2): every convolution and the
- * max pool blocked, one reorder (last_hidden_state), the pooler read straight
- * from the blocked layout, six 3x3s on Winograd; graph == eager. */
-static void test_resnet50_one_region(void) {
+/* Runs preset (random weights, 64 x 64 images, batch 2) in eager and in graph
+ * mode on 2 threads; check sees the graph model and its stats; last_hidden_state
+ * must agree between the two within 1e-5 relative L2. */
+static void graph_vs_eager(const char *preset, void (*check)(ft_model *m, const ft_graph_stats *gs, int arg),
+                           int arg) {
     float *out[2] = {NULL, NULL};
     int64_t n[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
@@ -121,40 +122,20 @@ static void test_resnet50_one_region(void) {
         ft_host_tensor in[8];
         int n_in = 0;
         void *owned = NULL;
-        CHECK_OK(ctx, ft_model_load(ctx, "resnet-50", &o, &m));
+        CHECK_OK(ctx, ft_model_load(ctx, preset, &o, &m));
         if (m) CHECK_OK(ctx, ft_model_example_inputs(m, 2, 64, in, &n_in, &owned));
         if (m && owned) CHECK_OK(ctx, ft_model_forward(m, in, n_in));
         const ft_tensor *t = m ? ft_model_output_find(m, "last_hidden_state") : NULL;
         n[k] = t ? ft_tensor_numel(t) : 0;
         out[k] = malloc((size_t)(n[k] > 0 ? n[k] : 1) * sizeof(float));
         CHECK(t && ft_tensor_to_host(ctx, t, FT_DTYPE_F32, out[k], (size_t)n[k] * sizeof(float)) == FT_OK,
-              "resnet-50 output");
+              "%s output", preset);
         if (k && m) {
             ft_graph_stats gs;
             CHECK_OK(ctx, ft_model_graph_stats(m, &gs));
-            printf("  resnet-50: %d kernels, %d blocked, %d reorders\n", gs.kernels_per_forward, gs.nchwc_nodes,
+            printf("  %s: %d kernels, %d blocked, %d reorders\n", preset, gs.kernels_per_forward, gs.nchwc_nodes,
                    gs.nchwc_reorders);
-            CHECK(gs.nchwc_nodes == 54, "%d blocked nodes (53 convolutions + the max pool)", gs.nchwc_nodes);
-            CHECK(gs.nchwc_reorders == 1, "%d reorders (the last_hidden_state output only)", gs.nchwc_reorders);
-            CHECK(gs.kernels_per_forward == 56, "%d kernels (53 conv, pool, reorder, pooler)", gs.kernels_per_forward);
-            /* every residual block's last convolution writes over its residual, the
-             * last one's output (last_hidden_state's source) included: 16 blocks */
-            printf("  resnet-50: %d convolutions over their residual\n", gs.residual_in_place);
-            CHECK(gs.residual_in_place == 16, "%d convolutions in place (16 residual blocks)", gs.residual_in_place);
-            /* Winograd takes the stride-1 3x3s of the 16 x 16 and 8 x 8 planes (2 x 64 and
-             * 2 x 16 tiles; stages 1 and 2: 3 + 3 blocks), not those of 4 x 4 and 2 x 2
-             * (8 and 2 tiles); graph == eager below holds with it */
-            printf("  resnet-50: %d Winograd convolutions\n", gs.winograd_convs);
-            CHECK(gs.winograd_convs == 6, "%d Winograd convolutions (stages 1 and 2: 6)", gs.winograd_convs);
-            char d[160] = "";
-            for (int i = 0; i < ft_model_plan_length(m); i++) {
-                ft_plan_step_info si;
-                if (ft_model_plan_step(m, i, &si) == FT_OK && strstr(si.detail, "Winograd")) {
-                    snprintf(d, sizeof d, "%s", si.detail);
-                    break;
-                }
-            }
-            CHECK(strstr(d, "NCHWc+Winograd") != NULL, "no plan step marked Winograd (first: '%s')", d);
+            check(m, &gs, arg);
         }
         free(owned);
         ft_model_free(m);
@@ -166,64 +147,54 @@ static void test_resnet50_one_region(void) {
         e2 += d * d;
         r2 += (double)out[0][i] * out[0][i];
     }
-    CHECK(n[0] > 0 && n[0] == n[1] && r2 > 0 && sqrt(e2 / r2) <= 1e-5, "graph vs eager: rel L2 %.3g",
+    CHECK(n[0] > 0 && n[0] == n[1] && r2 > 0 && sqrt(e2 / r2) <= 1e-5, "%s graph vs eager: rel L2 %.3g", preset,
           r2 > 0 ? sqrt(e2 / r2) : -1.0);
     free(out[0]);
     free(out[1]);
 }
 
-/* MobileNetV2 and EfficientNet-B0 (random weights, 64 x 64, batch 2): the depthwise
- * convolutions (EfficientNet's with TF-SAME per-side padding at stride 2) and the
- * squeeze-excitation gates blocked with the convolutions around them, one reorder
- * (last_hidden_state); graph == eager. */
-static void test_mobile_nets_blocked(void) {
-    static const struct {
-        const char *preset;
-        int blocked;
-    } nets[] = {{"mobilenet_v2_1.0_224", 43}, {"efficientnet-b0", 45}};
-    for (size_t k = 0; k < sizeof nets / sizeof nets[0]; k++) {
-        float *out[2] = {NULL, NULL};
-        int64_t n[2] = {0, 0};
-        for (int mode = 0; mode < 2; mode++) {
-            ft_ctx *ctx = cpu_ctx(2);
-            ft_model_options o = ft_model_options_default();
-            o.mode = mode ? FT_MODE_GRAPH : FT_MODE_EAGER;
-            ft_model *m = NULL;
-            ft_host_tensor in[8];
-            int n_in = 0;
-            void *owned = NULL;
-            CHECK_OK(ctx, ft_model_load(ctx, nets[k].preset, &o, &m));
-            if (m) CHECK_OK(ctx, ft_model_example_inputs(m, 2, 64, in, &n_in, &owned));
-            if (m && owned) CHECK_OK(ctx, ft_model_forward(m, in, n_in));
-            const ft_tensor *t = m ? ft_model_output_find(m, "last_hidden_state") : NULL;
-            n[mode] = t ? ft_tensor_numel(t) : 0;
-            out[mode] = malloc((size_t)(n[mode] > 0 ? n[mode] : 1) * sizeof(float));
-            CHECK(t && ft_tensor_to_host(ctx, t, FT_DTYPE_F32, out[mode], (size_t)n[mode] * sizeof(float)) == FT_OK,
-                  "%s output", nets[k].preset);
-            if (mode && m) {
-                ft_graph_stats gs;
-                CHECK_OK(ctx, ft_model_graph_stats(m, &gs));
-                printf("  %s: %d kernels, %d blocked, %d reorders\n", nets[k].preset, gs.kernels_per_forward,
-                       gs.nchwc_nodes, gs.nchwc_reorders);
-                CHECK(gs.nchwc_nodes == nets[k].blocked, "%s: %d blocked nodes, %d expected", nets[k].preset,
-                      gs.nchwc_nodes, nets[k].blocked);
-                CHECK(gs.nchwc_reorders == 1, "%s: %d reorders", nets[k].preset, gs.nchwc_reorders);
-            }
-            free(owned);
-            ft_model_free(m);
-            ft_ctx_free(ctx);
+static void resnet50_plan(ft_model *m, const ft_graph_stats *gs, int arg) {
+    (void)arg;
+    CHECK(gs->nchwc_nodes == 54, "%d blocked nodes (53 convolutions + the max pool)", gs->nchwc_nodes);
+    CHECK(gs->nchwc_reorders == 1, "%d reorders (the last_hidden_state output only)", gs->nchwc_reorders);
+    CHECK(gs->kernels_per_forward == 56, "%d kernels (53 conv, pool, reorder, pooler)", gs->kernels_per_forward);
+    /* every residual block's last convolution writes over its residual, the
+     * last one's output (last_hidden_state's source) included: 16 blocks */
+    printf("  resnet-50: %d convolutions over their residual\n", gs->residual_in_place);
+    CHECK(gs->residual_in_place == 16, "%d convolutions in place (16 residual blocks)", gs->residual_in_place);
+    /* Winograd takes the stride-1 3x3s of the 16 x 16 and 8 x 8 planes (2 x 64 and
+     * 2 x 16 tiles; stages 1 and 2: 3 + 3 blocks), not those of 4 x 4 and 2 x 2
+     * (8 and 2 tiles); graph == eager holds with it */
+    printf("  resnet-50: %d Winograd convolutions\n", gs->winograd_convs);
+    CHECK(gs->winograd_convs == 6, "%d Winograd convolutions (stages 1 and 2: 6)", gs->winograd_convs);
+    char d[160] = "";
+    for (int i = 0; i < ft_model_plan_length(m); i++) {
+        ft_plan_step_info si;
+        if (ft_model_plan_step(m, i, &si) == FT_OK && strstr(si.detail, "Winograd")) {
+            snprintf(d, sizeof d, "%s", si.detail);
+            break;
         }
-        double e2 = 0, r2 = 0;
-        for (int64_t i = 0; n[0] == n[1] && i < n[0]; i++) {
-            double d = (double)out[1][i] - out[0][i];
-            e2 += d * d;
-            r2 += (double)out[0][i] * out[0][i];
-        }
-        CHECK(n[0] > 0 && n[0] == n[1] && r2 > 0 && sqrt(e2 / r2) <= 1e-5, "%s graph vs eager: rel L2 %.3g",
-              nets[k].preset, r2 > 0 ? sqrt(e2 / r2) : -1.0);
-        free(out[0]);
-        free(out[1]);
     }
+    CHECK(strstr(d, "NCHWc+Winograd") != NULL, "no plan step marked Winograd (first: '%s')", d);
+}
+
+/* ResNet-50: every convolution and the max pool blocked, one reorder
+ * (last_hidden_state), the pooler read straight from the blocked layout, six
+ * 3x3s on Winograd; graph == eager. */
+static void test_resnet50_one_region(void) { graph_vs_eager("resnet-50", resnet50_plan, 0); }
+
+static void blocked_count(ft_model *m, const ft_graph_stats *gs, int blocked) {
+    (void)m;
+    CHECK(gs->nchwc_nodes == blocked, "%d blocked nodes, %d expected", gs->nchwc_nodes, blocked);
+    CHECK(gs->nchwc_reorders == 1, "%d reorders (the last_hidden_state output only)", gs->nchwc_reorders);
+}
+
+/* MobileNetV2 and EfficientNet-B0: the depthwise convolutions (EfficientNet's with
+ * TF-SAME per-side padding at stride 2) and the squeeze-excitation gates blocked
+ * with the convolutions around them, one reorder (last_hidden_state); graph == eager. */
+static void test_mobile_nets_blocked(void) {
+    graph_vs_eager("mobilenet_v2_1.0_224", blocked_count, 43);
+    graph_vs_eager("efficientnet-b0", blocked_count, 45);
 }
 
 int main(void) {
