@@ -310,13 +310,22 @@ static bool wino_geom(const dc_geom *g, bool x_blocked) {
     return x_blocked && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->s == 1 && g->pad == 1 && g->cin % C16 == 0;
 }
 
-static int pack_mode(const dc_geom *g, bool x_blocked) {
+/* The layout the geometry asks for, Winograd left aside. */
+static int base_mode(const dc_geom *g, bool x_blocked) {
     if (is_depthwise(g)) return DC_DW;
-    /*  - WINO: a 3x3 stride-1 convolution that Winograd's transforms serve
-     *    (nchwc_wino.c), its weights [16 positions][cog][cib][16 ci][64 co] */
-    if (wino_geom(g, x_blocked) && ft_cpu_wino_use(g->n, g->cin, g->cout, g->h, g->w, ft_cpu_threads()))
-        return DC_WINO;
     return !x_blocked && g->cin < C16 ? DC_ROWS : DC_DENSE;
+}
+
+/*  - WINO: a 3x3 stride-1 convolution that Winograd's transforms serve
+ *    (nchwc_wino.c), its weights [16 positions][cog][cib][16 ci][64 co]; whether
+ *    they pay (the environment and the cost model) is asked when weights are
+ *    packed, never per call of a plan. */
+static int pack_mode(const dc_geom *g, bool x_blocked) {
+    const int mode = base_mode(g, x_blocked);
+    if (mode == DC_DENSE && wino_geom(g, x_blocked) &&
+        ft_cpu_wino_use(g->n, g->cin, g->cout, g->h, g->w, ft_cpu_threads()))
+        return DC_WINO;
+    return mode;
 }
 
 bool ft_cpu_nchwc_conv_ok(const ft_tensor *conv) {
@@ -663,13 +672,14 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     r.g = geom_of(dst);
     const dc_geom *g = &r.g;
     const bool xb_in = (x->flags & FT_TF_NCHWC) != 0;
-    r.mode = pack_mode(g, xb_in);
     const ft_cpu_nchwc_w *pk = dst->extra;
+    const bool pk_ok = pk && pk->magic == FT_CPU_NCHWC_W_MAGIC && pk->src == dst->src[1]->data;
     /* the plan's choice between the direct kernel and Winograd (made for the
-     * thread count it was packed with) stands when the count changes later */
-    if (pk && pk->magic == FT_CPU_NCHWC_W_MAGIC && pk->src == dst->src[1]->data && wino_geom(g, xb_in) &&
-        (pk->mode == DC_WINO || pk->mode == DC_DENSE))
-        r.mode = pk->mode;
+     * thread count it was packed with) stands when the count changes later;
+     * weights packed per call choose as a plan would */
+    r.mode = base_mode(g, xb_in);
+    if (pk_ok && pk->mode == DC_WINO && r.mode == DC_DENSE && wino_geom(g, xb_in)) r.mode = DC_WINO;
+    else if (!(pk_ok && pk->mode == r.mode)) r.mode = pack_mode(g, xb_in);
     if (!ft_cpu_nchwc_conv_ok(dst) || (res && !(res->flags & FT_TF_NCHWC)) || (r.mode == DC_DW && !xb_in) ||
         !ft_tensor_contiguous(x) || !ft_tensor_contiguous(dst) || (res && !ft_tensor_contiguous(res)))
         return ft_set_error(ctx, FT_ERR_INTERNAL, "conv2d: a blocked-channel (NCHWc) plan node the direct "
@@ -692,7 +702,7 @@ int ft_cpu_nchwc_conv2d(ft_ctx *ctx, ft_tensor *dst) {
     ft_cpu_buf xbuf = {0};
     int st = FT_OK;
     ft_cpu_nchwc_w *own = NULL;
-    if (!pk || pk->magic != FT_CPU_NCHWC_W_MAGIC || pk->src != dst->src[1]->data || pk->mode != r.mode) {
+    if (!pk_ok || pk->mode != r.mode) {
         /* not packed at plan time (or for another input layout): per call */
         ft_cpu_f32 fw = {0};
         if (ft_cpu_f32_get(dst->src[1], ft_tensor_contiguous(dst->src[1]), &fw)) goto oom;
